@@ -1,0 +1,113 @@
+// Package jobs holds Pasarela's background work on River: every job kind, the
+// periodic schedules, and the two River clients the app uses.
+//
+// Two clients, one database. The working client runs on pgx (riverpgxv5) with
+// its own pool: leader election, LISTEN/NOTIFY and periodic jobs need it, and
+// River's elector does not work on bun's pgdriver (see README). The Queue is an
+// insert-only client on database/sql over bun's own connections, so that a job
+// is inserted inside the same bun transaction as the row it belongs to.
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/uptrace/bun"
+
+	"pasarela/db"
+)
+
+// Deps is what the workers may use; each worker keeps only what it needs.
+type Deps struct {
+	DB     *bun.DB
+	Store  *db.Store
+	Logger *slog.Logger
+}
+
+// Register lists every worker and periodic job of the app, in one place.
+func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &PurgeSessionsWorker{db: deps.DB, store: deps.Store})
+
+	periodic := []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return PurgeSessionsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "purge_sessions", RunOnStart: true}),
+	}
+	return workers, periodic
+}
+
+// WorkerOptions tunes the working client; the zero value is production's.
+type WorkerOptions struct {
+	// ID names the client in River's tables; empty lets River choose.
+	ID         string
+	MaxWorkers int
+}
+
+// NewWorkerClient returns the client that works jobs and, when elected leader,
+// runs the periodic schedules and River's maintenance.
+func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*river.PeriodicJob, logger *slog.Logger, opts WorkerOptions) (*river.Client[pgx.Tx], error) {
+	if opts.MaxWorkers == 0 {
+		opts.MaxWorkers = 20
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		ID:           opts.ID,
+		Logger:       logger.With("component", "river"),
+		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.MaxWorkers}},
+		Workers:      workers,
+		PeriodicJobs: periodic,
+		JobTimeout:   time.Minute,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river worker client: %w", err)
+	}
+	return client, nil
+}
+
+// NewInsertOnlyClient returns a pgx client that inserts and inspects jobs but
+// works none: what the web process hands to River's UI.
+func NewInsertOnlyClient(pool *pgxpool.Pool, workers *river.Workers, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Logger:  logger.With("component", "river"),
+		Workers: workers,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river insert-only client: %w", err)
+	}
+	return client, nil
+}
+
+// Queue enqueues jobs in the app's bun transactions.
+type Queue struct {
+	client *river.Client[*sql.Tx]
+}
+
+// NewQueue returns a Queue on bun's connections. workers is used only to
+// refuse a kind that no worker handles.
+func NewQueue(bdb *bun.DB, workers *river.Workers, logger *slog.Logger) (*Queue, error) {
+	client, err := river.NewClient(riverdatabasesql.New(bdb.DB), &river.Config{
+		Logger:  logger.With("component", "river"),
+		Workers: workers,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river queue client: %w", err)
+	}
+	return &Queue{client: client}, nil
+}
+
+// InsertTx enqueues args inside tx: the job exists if and only if tx commits.
+func (q *Queue) InsertTx(ctx context.Context, tx bun.Tx, args river.JobArgs, opts *river.InsertOpts) (int64, error) {
+	res, err := q.client.InsertTx(ctx, tx.Tx, args, opts)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s: %w", args.Kind(), err)
+	}
+	return res.Job.ID, nil
+}

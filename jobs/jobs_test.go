@@ -1,0 +1,139 @@
+package jobs_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"pasarela/db"
+	"pasarela/db/dbtest"
+	"pasarela/jobs"
+)
+
+// probeArgs is a job that only reports that it ran.
+type probeArgs struct {
+	Label string `json:"label"`
+}
+
+func (probeArgs) Kind() string { return "test_probe" }
+
+type probeWorker struct {
+	river.WorkerDefaults[probeArgs]
+	ran chan string
+}
+
+func (w *probeWorker) Work(_ context.Context, job *river.Job[probeArgs]) error {
+	w.ran <- job.Args.Label
+	return nil
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func startWorker(t *testing.T, env *dbtest.Env, id string, workers *river.Workers, periodic []*river.PeriodicJob) *river.Client[pgx.Tx] {
+	t.Helper()
+	client, err := jobs.NewWorkerClient(env.Pool, workers, periodic, quiet, jobs.WorkerOptions{ID: id})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, client.Stop(ctx))
+	})
+	return client
+}
+
+func TestJobInsertedInABunTransactionRunsOnlyIfTheTransactionCommits(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	ctx := context.Background()
+	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}, Logger: quiet})
+	probe := &probeWorker{ran: make(chan string, 10)}
+	river.AddWorker(workers, probe)
+	queue, err := jobs.NewQueue(env.DB, workers, quiet)
+	require.NoError(t, err)
+
+	rolledBack := env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := queue.InsertTx(ctx, tx, probeArgs{Label: "rolled back"}, nil); err != nil {
+			return err
+		}
+		return context.Canceled // any error rolls the transaction back
+	})
+	require.ErrorIs(t, rolledBack, context.Canceled)
+	err = env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := queue.InsertTx(ctx, tx, probeArgs{Label: "committed"}, nil)
+		return err
+	})
+	require.NoError(t, err)
+
+	startWorker(t, env, "w1", workers, nil)
+	select {
+	case label := <-probe.ran:
+		require.Equal(t, "committed", label)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the committed job did not run within 10 s")
+	}
+	select {
+	case label := <-probe.ran:
+		t.Fatalf("a second job ran: %q", label)
+	case <-time.After(500 * time.Millisecond):
+	}
+	var n int
+	require.NoError(t, env.DB.NewSelect().TableExpr("river_job").ColumnExpr("count(*)").Where("kind = 'test_probe'").Scan(ctx, &n))
+	require.Equal(t, 1, n, "the rolled-back job must leave no row")
+}
+
+func TestQueueRefusesAKindNoWorkerHandles(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}, Logger: quiet})
+	queue, err := jobs.NewQueue(env.DB, workers, quiet)
+	require.NoError(t, err)
+	err = env.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := queue.InsertTx(ctx, tx, probeArgs{}, nil)
+		return err
+	})
+	require.Error(t, err)
+}
+
+func TestTwoWorkersElectOneLeaderAndAPeriodicJobFiresOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	ctx := context.Background()
+	const period = time.Second
+	tick := func() []*river.PeriodicJob {
+		return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(period),
+			func() (river.JobArgs, *river.InsertOpts) { return probeArgs{Label: "tick"}, nil },
+			&river.PeriodicJobOpts{ID: "tick"})}
+	}
+	probe := &probeWorker{ran: make(chan string, 100)}
+	for _, id := range []string{"worker-a", "worker-b"} {
+		workers := river.NewWorkers()
+		river.AddWorker(workers, probe)
+		startWorker(t, env, id, workers, tick())
+	}
+
+	time.Sleep(4*period + period/2)
+
+	var leaders int
+	require.NoError(t, env.DB.NewSelect().TableExpr("river_leader").ColumnExpr("count(*)").Scan(ctx, &leaders))
+	require.Equal(t, 1, leaders, "exactly one River leader")
+
+	var created []time.Time
+	require.NoError(t, env.DB.NewSelect().TableExpr("river_job").Column("created_at").
+		Where("kind = 'test_probe'").OrderExpr("created_at").Scan(ctx, &created))
+	require.GreaterOrEqual(t, len(created), 3, "the periodic job should have fired about four times in 4.5 s")
+	require.LessOrEqual(t, len(created), 5, "more than one insert per period means two schedulers ran")
+	sort.Slice(created, func(i, j int) bool { return created[i].Before(created[j]) })
+	for i := 1; i < len(created); i++ {
+		gap := created[i].Sub(created[i-1])
+		require.Greater(t, gap, period/2, "two ticks %v apart: the schedule ran twice in one period", gap)
+	}
+}
