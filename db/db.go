@@ -70,15 +70,16 @@ func OpenPool(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, e
 const migrateLockKey = 7261_0001
 
 // Migrate applies the app's migrations and River's, then runs the seed, all
-// under one advisory lock. It is safe to run at every start.
-func Migrate(ctx context.Context, bdb *bun.DB, pool *pgxpool.Pool, seed SeedInput) error {
+// under one advisory lock. It is safe to run at every start. It reports whether
+// the seed created the first admin.
+func Migrate(ctx context.Context, bdb *bun.DB, pool *pgxpool.Pool, seed SeedInput) (adminCreated bool, err error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("migrate: acquire connection: %w", err)
+		return false, fmt.Errorf("migrate: acquire connection: %w", err)
 	}
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockKey); err != nil {
-		return fmt.Errorf("migrate: take lock: %w", err)
+		return false, fmt.Errorf("migrate: take lock: %w", err)
 	}
 	defer func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLockKey)
@@ -87,31 +88,32 @@ func Migrate(ctx context.Context, bdb *bun.DB, pool *pgxpool.Pool, seed SeedInpu
 	migrations := migrate.NewMigrations()
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return false, fmt.Errorf("migrate: %w", err)
 	}
 	if err := migrations.Discover(sub); err != nil {
-		return fmt.Errorf("migrate: discover migrations: %w", err)
+		return false, fmt.Errorf("migrate: discover migrations: %w", err)
 	}
 	m := migrate.NewMigrator(bdb, migrations)
 	if err := m.Init(ctx); err != nil {
-		return fmt.Errorf("migrate: init bun migration tables: %w", err)
+		return false, fmt.Errorf("migrate: init bun migration tables: %w", err)
 	}
 	if _, err := m.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrate: apply app migrations: %w", err)
+		return false, fmt.Errorf("migrate: apply app migrations: %w", err)
 	}
 
 	rm, err := rivermigrate.New(riverpgxv5.New(pool), nil)
 	if err != nil {
-		return fmt.Errorf("migrate: river migrator: %w", err)
+		return false, fmt.Errorf("migrate: river migrator: %w", err)
 	}
 	if _, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrate: apply river migrations: %w", err)
+		return false, fmt.Errorf("migrate: apply river migrations: %w", err)
 	}
 
-	if err := (&Store{}).Seed(ctx, bdb, seed); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	adminCreated, err = (&Store{}).Seed(ctx, bdb, seed)
+	if err != nil {
+		return false, fmt.Errorf("migrate: %w", err)
 	}
-	return nil
+	return adminCreated, nil
 }
 
 // SchemaVersion is a hash of every embedded migration: tests name their template

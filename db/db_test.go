@@ -25,13 +25,15 @@ func TestMigrateTwiceIsHarmlessAndSeedsOnce(t *testing.T) {
 	errs := make([]error, 2)
 	for i := range errs {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = db.Migrate(ctx, env.DB, env.Pool, seed) }()
+		go func() { defer wg.Done(); _, errs[i] = db.Migrate(ctx, env.DB, env.Pool, seed) }()
 	}
 	wg.Wait()
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	// A later run with another admin does not add a second first admin.
-	require.NoError(t, db.Migrate(ctx, env.DB, env.Pool, db.SeedInput{AdminEmail: "other@example.com", AdminPassword: "other-password"}))
+	created, err := db.Migrate(ctx, env.DB, env.Pool, db.SeedInput{AdminEmail: "other@example.com", AdminPassword: "other-password"})
+	require.NoError(t, err)
+	require.False(t, created)
 
 	s := &db.Store{}
 	n, err := s.CountUsers(ctx, env.DB)
@@ -57,7 +59,8 @@ func TestSeedKeepsAnAdministratorsChanges(t *testing.T) {
 	_, err := env.DB.NewUpdate().Model((*db.NotifEventConfig)(nil)).Set("canal_sistema = false").Where("evento = 'tarea_estado'").Exec(ctx)
 	require.NoError(t, err)
 
-	require.NoError(t, s.Seed(ctx, env.DB, db.SeedInput{}))
+	_, err = s.Seed(ctx, env.DB, db.SeedInput{})
+	require.NoError(t, err)
 
 	rows, err := s.RoleModules(ctx, env.DB)
 	require.NoError(t, err)

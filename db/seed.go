@@ -36,9 +36,10 @@ var seedModules = []Module{
 }
 
 // Seed inserts what the console needs to start, leaving alone anything an
-// administrator has changed since: it only adds what is missing.
-func (s *Store) Seed(ctx context.Context, bdb *bun.DB, in SeedInput) error {
-	return bdb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+// administrator has changed since: it only adds what is missing. It reports
+// whether it created the first admin.
+func (s *Store) Seed(ctx context.Context, bdb *bun.DB, in SeedInput) (adminCreated bool, err error) {
+	err = bdb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		for _, name := range []string{RoleAdmin, RoleOperator} {
 			if _, err := tx.NewInsert().Model(&Role{Name: name}).On("CONFLICT (name) DO NOTHING").Exec(ctx); err != nil {
 				return fmt.Errorf("seed role %s: %w", name, err)
@@ -75,8 +76,10 @@ func (s *Store) Seed(ctx context.Context, bdb *bun.DB, in SeedInput) error {
 		if _, err := s.UpsertUser(ctx, tx, in.AdminEmail, in.AdminPassword, RoleAdmin); err != nil {
 			return fmt.Errorf("seed first admin: %w", err)
 		}
+		adminCreated = true
 		return nil
 	})
+	return adminCreated && err == nil, err
 }
 
 // EventConfigs lists the notification settings in seed order.

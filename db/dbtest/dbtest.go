@@ -141,7 +141,7 @@ func template(ctx context.Context, admin string) (string, error) {
 		bdb.Close()
 		return "", err
 	}
-	err = db.Migrate(ctx, bdb, pool, db.SeedInput{})
+	_, err = db.Migrate(ctx, bdb, pool, db.SeedInput{})
 	pool.Close()
 	bdb.Close()
 	if err != nil {

@@ -1,0 +1,360 @@
+// Command pasarela is the whole console in one binary: `migrate`, `web`,
+// `worker`, `dev` and `user create` (CONTRACT §1). main only parses the
+// subcommand and wires config → database → River → server, by hand.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/uptrace/bun"
+	"riverqueue.com/riverui"
+
+	"pasarela/config"
+	"pasarela/db"
+	"pasarela/db/pgcluster"
+	"pasarela/jobs"
+	"pasarela/server"
+)
+
+const usage = `usage: pasarela <command>
+
+  migrate                       apply migrations and the seed
+  web                           serve HTTP on $PORT
+  worker                        work background jobs and run the schedules
+  dev                           migrate + web + worker; a private PostgreSQL when DATABASE_URL is unset
+  user create --email E --password P --role R
+                                create a user, or reset its password and role`
+
+// Shutdown budgets: in-flight requests, then running jobs, each bounded.
+const (
+	httpShutdownTimeout  = 20 * time.Second
+	riverSoftStopTimeout = 30 * time.Second
+	riverHardStopTimeout = 10 * time.Second
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "pasarela:", err)
+		return 1
+	}
+	cmd := args[0]
+	logger := newLogger(stderr, cfg.LogLevel, cmd == "dev")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch cmd {
+	case "migrate":
+		err = migrateCmd(ctx, cfg, logger)
+	case "web":
+		err = webCmd(ctx, cfg, logger)
+	case "worker":
+		err = workerCmd(ctx, cfg, logger)
+	case "dev":
+		err = devCmd(ctx, cfg, logger, stdout)
+	case "user":
+		err = userCmd(ctx, cfg, args[1:], stdout)
+	default:
+		fmt.Fprintf(stderr, "pasarela: unknown command %q\n\n%s\n", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "pasarela:", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(w io.Writer, level slog.Level, text bool) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if text {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// conns are the two connection pools of a process: bun on pgdriver for the
+// app's data, pgx for River (see jobs' package comment).
+type conns struct {
+	db   *bun.DB
+	pool *pgxpool.Pool
+}
+
+func open(ctx context.Context, cfg config.Config, dbConns int, riverConns int32) (*conns, error) {
+	if err := cfg.RequireDatabase(); err != nil {
+		return nil, err
+	}
+	bdb, err := db.Open(ctx, cfg.DatabaseURL, dbConns)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := db.OpenPool(ctx, cfg.DatabaseURL, riverConns)
+	if err != nil {
+		bdb.Close()
+		return nil, err
+	}
+	return &conns{db: bdb, pool: pool}, nil
+}
+
+func (c *conns) close() {
+	c.pool.Close()
+	c.db.Close()
+}
+
+func migrateCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	c, err := open(ctx, cfg, 4, 2)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if _, err := db.Migrate(ctx, c.db, c.pool, db.SeedInput{AdminEmail: cfg.AdminEmail, AdminPassword: cfg.AdminPassword}); err != nil {
+		return err
+	}
+	logger.Info("migrations applied")
+	return nil
+}
+
+func webCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	if err := cfg.RequireSecret(); err != nil {
+		return err
+	}
+	c, err := open(ctx, cfg, 20, 4)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return serveWeb(ctx, cfg, logger, c)
+}
+
+func workerCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	if err := cfg.RequireSecret(); err != nil {
+		return err
+	}
+	c, err := open(ctx, cfg, 20, 25)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return runWorker(ctx, logger, c)
+}
+
+// serveWeb serves HTTP until ctx ends, then lets in-flight requests finish.
+func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *conns) error {
+	deps := jobs.Deps{DB: c.db, Store: &db.Store{}, Logger: logger}
+	workers, _ := jobs.Register(deps)
+	queue, err := jobs.NewQueue(c.db, workers, logger)
+	if err != nil {
+		return err
+	}
+	uiClient, err := jobs.NewInsertOnlyClient(c.pool, workers, logger)
+	if err != nil {
+		return err
+	}
+	jobsUI, err := riverui.NewHandler(&riverui.HandlerOpts{
+		Endpoints: riverui.NewEndpoints(uiClient, nil),
+		Logger:    logger.With("component", "riverui"),
+		Prefix:    "/app/jobs",
+	})
+	if err != nil {
+		return fmt.Errorf("river ui: %w", err)
+	}
+	if err := jobsUI.Start(ctx); err != nil {
+		return fmt.Errorf("start river ui: %w", err)
+	}
+	app, err := server.New(server.Deps{
+		Config: cfg, DB: c.db, Store: deps.Store, Queue: queue, JobsUI: jobsUI, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+
+	listenErr := make(chan error, 1)
+	go func() { listenErr <- app.Listen(fmt.Sprintf(":%d", cfg.Port)) }()
+	logger.Info("web listening", "port", cfg.Port, "base_url", cfg.BaseURL)
+	select {
+	case err := <-listenErr:
+		return fmt.Errorf("listen on :%d: %w", cfg.Port, err)
+	case <-ctx.Done():
+	}
+	logger.Info("web shutting down: finishing in-flight requests")
+	if err := app.ShutdownWithTimeout(httpShutdownTimeout); err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
+
+// runWorker works jobs until ctx ends, then gives running jobs riverSoftStopTimeout
+// to finish before cancelling them (River hands unfinished ones back for retry).
+func runWorker(ctx context.Context, logger *slog.Logger, c *conns) error {
+	workers, periodic := jobs.Register(jobs.Deps{DB: c.db, Store: &db.Store{}, Logger: logger})
+	client, err := jobs.NewWorkerClient(c.pool, workers, periodic, logger, jobs.WorkerOptions{})
+	if err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return fmt.Errorf("start river: %w", err)
+	}
+	logger.Info("worker started")
+	<-ctx.Done()
+	logger.Info("worker stopping: letting running jobs finish")
+	softCtx, cancel := context.WithTimeout(context.Background(), riverSoftStopTimeout)
+	defer cancel()
+	if err := client.Stop(softCtx); err == nil {
+		return nil
+	}
+	logger.Warn("jobs still running after soft stop; cancelling them")
+	hardCtx, cancelHard := context.WithTimeout(context.Background(), riverHardStopTimeout)
+	defer cancelHard()
+	if err := client.StopAndCancel(hardCtx); err != nil {
+		return fmt.Errorf("stop river: %w", err)
+	}
+	return nil
+}
+
+// devCmd runs everything in one process; without DATABASE_URL it brings up a
+// private cluster under .data/postgres and stops it on the way out.
+func devCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.Writer) error {
+	// 0711: the PostgreSQL user (when we are root) must pass through; the files
+	// inside stay private (0600/0700).
+	if err := os.MkdirAll(".data", 0o711); err != nil {
+		return fmt.Errorf("create .data: %w", err)
+	}
+	if cfg.DatabaseURL == "" {
+		cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(".data", "postgres")})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cluster.Stop(stopCtx); err != nil {
+				logger.Error("stop private postgres", "error", err)
+			} else if cluster.Started {
+				logger.Info("private postgres stopped")
+			}
+		}()
+		if cfg.DatabaseURL, err = cluster.EnsureDatabase(ctx, "pasarela"); err != nil {
+			return err
+		}
+		logger.Info("private postgres ready", "dir", ".data/postgres", "reused", !cluster.Started)
+	}
+	if cfg.AppSecret == nil {
+		secret, err := keptSecret(filepath.Join(".data", "app_secret"))
+		if err != nil {
+			return err
+		}
+		cfg.AppSecret = secret
+	}
+	seed := db.SeedInput{AdminEmail: cfg.AdminEmail, AdminPassword: cfg.AdminPassword}
+	if seed.AdminEmail == "" {
+		seed = db.SeedInput{AdminEmail: "admin@pasarela.local", AdminPassword: randomHex(9)}
+	}
+
+	c, err := open(ctx, cfg, 20, 25)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	created, err := db.Migrate(ctx, c.db, c.pool, seed)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nPasarela: %s\n", cfg.BaseURL)
+	if created {
+		fmt.Fprintf(stdout, "Administrador creado: %s / %s\n\n", seed.AdminEmail, seed.AdminPassword)
+	} else {
+		fmt.Fprintf(stdout, "Entre con un usuario existente (o cree uno: pasarela user create --email E --password P --role Administrador)\n\n")
+	}
+
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i, part := range []func(context.Context) error{
+		func(ctx context.Context) error { return serveWeb(ctx, cfg, logger, c) },
+		func(ctx context.Context) error { return runWorker(ctx, logger, c) },
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = part(runCtx)
+			cancel() // one part failing stops the other
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// keptSecret reads the APP_SECRET `dev` keeps, creating it on first use.
+func keptSecret(path string) ([]byte, error) {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= config.MinSecretBytes {
+		return []byte(strings.TrimSpace(string(b))), nil
+	}
+	secret := randomHex(32)
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return []byte(secret), nil
+}
+
+func userCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: pasarela user create --email E --password P --role " + db.RoleAdmin)
+	}
+	fs := flag.NewFlagSet("user create", flag.ContinueOnError)
+	email := fs.String("email", "", "the user's e-mail address")
+	password := fs.String("password", "", "the new password")
+	role := fs.String("role", db.RoleAdmin, "the role: "+db.RoleAdmin+" or "+db.RoleOperator)
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if !strings.Contains(*email, "@") {
+		return errors.New("--email: an e-mail address is required")
+	}
+	if len(*password) < config.MinPasswordLen {
+		return fmt.Errorf("--password: at least %d characters", config.MinPasswordLen)
+	}
+	c, err := open(ctx, cfg, 2, 1)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	u, err := (&db.Store{}).UpsertUser(ctx, c.db, *email, *password, *role)
+	if errors.Is(err, db.ErrNotFound) {
+		return fmt.Errorf("--role: no role %q (run `pasarela migrate` first; roles: %s, %s)", *role, db.RoleAdmin, db.RoleOperator)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "user %s (id %d) has role %s\n", u.Email, u.ID, *role)
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+
+	"pasarela/db"
+)
+
+// routes lists every route and its middleware: public, then session, then module.
+func (s *Server) routes(app *fiber.App) {
+	app.Use(s.logRequests, recover.New(), secureHeaders)
+
+	// Public, no cookies.
+	app.Get("/healthz", s.healthz)
+	app.Get("/readyz", s.readyz)
+	app.Get("/static/*", s.serveStatic)
+
+	// Everything below knows the CSRF token and the session's user, if any.
+	app.Use(s.checkCSRF, s.loadSession)
+	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect("/app", fiber.StatusSeeOther) })
+	app.Get("/login", s.showLogin)
+	app.Post("/login", s.login)
+	app.Post("/logout", s.logout)
+
+	// Session required.
+	appGroup := app.Group("/app", requireUser)
+	appGroup.Get("/", s.home)
+
+	modules := app.Group("/modules", requireUser, requireModule(db.ModuleAdmin))
+	modules.Get("/", s.listModules)
+	modules.Post("/", s.updateModules)
+
+	if s.jobsUI != nil {
+		jobsUI := adaptor.HTTPHandler(s.jobsUI)
+		appGroup.All("/jobs", requireModule(db.ModuleAdmin), jobsUI)
+		appGroup.All("/jobs/*", requireModule(db.ModuleAdmin), jobsUI)
+	}
+
+	app.Use(func(*fiber.Ctx) error { return fiber.ErrNotFound })
+}
+
+func (s *Server) home(c *fiber.Ctx) error {
+	return s.render(c, fiber.StatusOK, "pages/home/index", "", s.page(c, "Panel"))
+}
+
+func (s *Server) healthz(c *fiber.Ctx) error {
+	return c.SendString("ok")
+}
+
+func (s *Server) readyz(c *fiber.Ctx) error {
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	if err := s.db.PingContext(ctx); err != nil {
+		return c.Status(fiber.StatusServiceUnavailable).SendString("database unavailable")
+	}
+	return c.SendString("ok")
+}
+
+// serveStatic answers embedded files. A request carrying the current content
+// hash (?v=, as asset URLs do) may be cached for a year.
+func (s *Server) serveStatic(c *fiber.Ctx) error {
+	a, ok := s.assets[c.Params("*")]
+	if !ok {
+		return fiber.ErrNotFound
+	}
+	if c.Query("v") == a.Hash {
+		c.Set(fiber.HeaderCacheControl, "public, max-age=31536000, immutable")
+	} else {
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+	}
+	c.Set(fiber.HeaderETag, `"`+a.Hash+`"`)
+	if c.Get(fiber.HeaderIfNoneMatch) == `"`+a.Hash+`"` {
+		return c.SendStatus(fiber.StatusNotModified)
+	}
+	c.Set(fiber.HeaderContentType, a.ContentType)
+	return c.Send(a.Body)
+}
