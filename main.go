@@ -22,7 +22,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
-	"riverqueue.com/riverui"
 
 	"pasarela/config"
 	"pasarela/db"
@@ -169,20 +168,9 @@ func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *co
 	if err != nil {
 		return err
 	}
-	uiClient, err := jobs.NewInsertOnlyClient(c.pool, workers, logger)
+	jobsUI, err := jobs.NewUI(ctx, c.pool, workers, logger)
 	if err != nil {
 		return err
-	}
-	jobsUI, err := riverui.NewHandler(&riverui.HandlerOpts{
-		Endpoints: riverui.NewEndpoints(uiClient, nil),
-		Logger:    logger.With("component", "riverui"),
-		Prefix:    "/app/jobs",
-	})
-	if err != nil {
-		return fmt.Errorf("river ui: %w", err)
-	}
-	if err := jobsUI.Start(ctx); err != nil {
-		return fmt.Errorf("start river ui: %w", err)
 	}
 	app, err := server.New(server.Deps{
 		Config: cfg, DB: c.db, Store: deps.Store, Queue: queue, JobsUI: jobsUI, Logger: logger,

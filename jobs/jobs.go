@@ -72,19 +72,6 @@ func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*riv
 	return client, nil
 }
 
-// NewInsertOnlyClient returns a pgx client that inserts and inspects jobs but
-// works none: what the web process hands to River's UI.
-func NewInsertOnlyClient(pool *pgxpool.Pool, workers *river.Workers, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:  logger.With("component", "river"),
-		Workers: workers,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("river insert-only client: %w", err)
-	}
-	return client, nil
-}
-
 // Queue enqueues jobs in the app's bun transactions.
 type Queue struct {
 	client *river.Client[*sql.Tx]

@@ -57,7 +57,11 @@ func setup(t *testing.T, mutate ...func(*config.Config)) *bundle {
 	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: store, Logger: logger})
 	queue, err := jobs.NewQueue(env.DB, workers, logger)
 	require.NoError(t, err)
-	app, err := server.New(server.Deps{Config: cfg, DB: env.DB, Store: store, Queue: queue, Logger: logger})
+	uiCtx, stopUI := context.WithCancel(context.Background())
+	t.Cleanup(stopUI)
+	ui, err := jobs.NewUI(uiCtx, env.Pool, workers, logger)
+	require.NoError(t, err)
+	app, err := server.New(server.Deps{Config: cfg, DB: env.DB, Store: store, Queue: queue, JobsUI: ui, Logger: logger})
 	require.NoError(t, err)
 	return &bundle{app: app, env: env, store: store}
 }

@@ -27,7 +27,7 @@ var navigation = []struct {
 }{
 	{db.ModuleAdmin, []NavItem{
 		{Label: "Módulos y roles", Href: "/modules"},
-		{Label: "Trabajos en segundo plano", Href: "/app/jobs"},
+		{Label: "Trabajos en segundo plano", Href: "/app/jobs/"},
 	}},
 	{db.ModuleServers, nil},
 }
@@ -40,7 +40,7 @@ func navFor(u *db.User, path string) []NavSection {
 		}
 		items := make([]NavItem, len(section.items))
 		for i, it := range section.items {
-			it.Active = path == it.Href || strings.HasPrefix(path, it.Href+"/")
+			it.Active = path == it.Href || strings.HasPrefix(path, strings.TrimSuffix(it.Href, "/")+"/")
 			items[i] = it
 		}
 		out = append(out, NavSection{Title: section.module, Items: items})

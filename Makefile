@@ -1,0 +1,63 @@
+# Pasarela. `make run` brings the app up; `make test` installs what the tests
+# need and runs them. Both work on a fresh Debian machine with Go.
+
+GO         ?= go
+BIN        := bin/pasarela
+# Tests share one private PostgreSQL cluster for the run (see db/dbtest).
+TEST_PGDIR ?= $(or $(TMPDIR),/tmp)/pasarela-test-$(shell id -u)
+# Front-end libraries, pinned; `make vendor` fetches them from the npm registry.
+HTMX_VERSION := 2.0.8
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT  := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
+
+.PHONY: build run test bench vet deps-postgres deps-chromium stop-test-db vendor clean
+
+build:
+	$(GO) build -o $(BIN) .
+
+run: deps-postgres build
+	./$(BIN) dev
+
+test: deps-postgres deps-chromium vet
+	@PASARELA_TEST_PGDIR=$(TEST_PGDIR) $(GO) test -count=1 ./...; rc=$$?; \
+	  $(MAKE) --no-print-directory stop-test-db; exit $$rc
+
+bench: deps-postgres
+	@PASARELA_TEST_PGDIR=$(TEST_PGDIR) $(GO) test -run '^$$' -bench . -benchmem ./...; rc=$$?; \
+	  $(MAKE) --no-print-directory stop-test-db; exit $$rc
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+
+# PostgreSQL server binaries (initdb, postgres): on PATH or under
+# /usr/lib/postgresql/*/bin; else Debian's package when apt-get exists.
+deps-postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "Installing PostgreSQL from Debian (package postgresql)..."; \
+	  $(APT) update -qq && $(APT) install -y -qq postgresql >/dev/null; \
+	else echo "PostgreSQL server binaries not found and no apt-get: install PostgreSQL or set DATABASE_URL"; exit 1; fi
+
+deps-chromium:
+	@if command -v chromium >/dev/null 2>&1 || [ -n "$$CHROMIUM" ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "Installing Chromium from Debian (package chromium) for the browser tests..."; \
+	  $(APT) update -qq && $(APT) install -y -qq chromium >/dev/null; \
+	else echo "Chromium not found and no apt-get: install it or set CHROMIUM=/path/to/chrome"; exit 1; fi
+
+stop-test-db:
+	@if [ -f $(TEST_PGDIR)/data/postmaster.pid ]; then \
+	  kill -INT $$(head -1 $(TEST_PGDIR)/data/postmaster.pid) 2>/dev/null || true; \
+	fi
+
+# Re-fetch the vendored front-end files from the npm registry at the pinned versions.
+vendor:
+	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent htmx.org@$(HTMX_VERSION) >/dev/null && \
+	  tar xzf htmx.org-$(HTMX_VERSION).tgz && \
+	  cp package/dist/htmx.min.js package/LICENSE $(CURDIR)/static/vendor/htmx/ && rm -rf $$tmp
+	@echo "static/vendor updated: htmx $(HTMX_VERSION)"
+
+clean:
+	rm -rf bin

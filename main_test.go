@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"pasarela/db/dbtest"
+)
+
+// syncBuffer collects a process's output while it runs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "pasarela")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+func TestBadConfigurationStopsTheStartWithOneLineNamingTheVariable(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		env  map[string]string
+		cmd  string
+		name string
+	}{
+		{map[string]string{"PORT": "abc"}, "web", "PORT"},
+		{map[string]string{"APP_SECRET": "short", "DATABASE_URL": "postgres://x/y"}, "worker", "APP_SECRET"},
+		{map[string]string{"DATABASE_URL": "postgres://x/y"}, "web", "APP_SECRET"},
+		{map[string]string{"APP_SECRET": strings.Repeat("s", 32)}, "web", "DATABASE_URL"},
+		{map[string]string{"UPLOAD_MAX_BYTES": "lots"}, "migrate", "UPLOAD_MAX_BYTES"},
+	}
+	for _, tc := range cases {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{tc.cmd}, func(k string) string { return tc.env[k] }, &stdout, &stderr)
+		require.Equal(t, 1, code, "%v", tc.env)
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		require.Len(t, lines, 1, "one line: %q", stderr.String())
+		require.Contains(t, lines[0], tc.name+":")
+	}
+	var stderr bytes.Buffer
+	require.Equal(t, 2, run([]string{"fly"}, func(string) string { return "" }, &bytes.Buffer{}, &stderr))
+	require.Contains(t, stderr.String(), "unknown command")
+}
+
+// TestTwoWorkersAndAWebShareOneDatabase runs the real binary as a Procfile
+// host would: release (migrate), one web and two workers, then SIGTERM.
+func TestTwoWorkersAndAWebShareOneDatabase(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	env := dbtest.New(t)
+	port := freePort(t)
+	base := []string{
+		"DATABASE_URL=" + env.URL,
+		"APP_SECRET=" + strings.Repeat("p", 40),
+		"PORT=" + port,
+		"PATH=" + os.Getenv("PATH"),
+		"ADMIN_EMAIL=boss@example.com",
+		"ADMIN_PASSWORD=boss-password",
+	}
+	runOnce := func(args ...string) string {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = base
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "pasarela %v: %s", args, out)
+		return string(out)
+	}
+	runOnce("migrate")
+	runOnce("migrate") // a second release is harmless
+	out := runOnce("user", "create", "--email", "ops@example.com", "--password", "ops-password", "--role", "Operador")
+	require.Contains(t, out, "ops@example.com")
+
+	type proc struct {
+		name string
+		cmd  *exec.Cmd
+		out  *syncBuffer
+	}
+	var procs []proc
+	for _, name := range []string{"worker", "worker", "web"} {
+		cmd := exec.Command(bin, name)
+		cmd.Env = base
+		buf := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = buf, buf
+		require.NoError(t, cmd.Start())
+		procs = append(procs, proc{name, cmd, buf})
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			_ = p.cmd.Process.Kill()
+		}
+	})
+
+	baseURL := "http://127.0.0.1:" + port
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(baseURL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 20*time.Second, 100*time.Millisecond, "web never became ready")
+
+	// The first admin from the environment logs in through the web process.
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(baseURL + "/login")
+	require.NoError(t, err)
+	var page bytes.Buffer
+	_, _ = page.ReadFrom(resp.Body)
+	resp.Body.Close()
+	token := regexp.MustCompile(`name="csrf-token" content="([^"]+)"`).FindStringSubmatch(page.String())
+	require.Len(t, token, 2)
+	resp, err = client.PostForm(baseURL+"/login", url.Values{"email": {"boss@example.com"}, "password": {"boss-password"}, "_csrf": {token[1]}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	// The periodic purge runs on start on the leader only: one job, worked.
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		var n int
+		err := env.DB.NewSelect().TableExpr("river_job").ColumnExpr("count(*)").
+			Where("kind = 'purge_sessions' AND state = 'completed'").Scan(ctx, &n)
+		return err == nil && n == 1
+	}, 20*time.Second, 100*time.Millisecond, "the leader should run purge_sessions once on start")
+	var leaders int
+	require.NoError(t, env.DB.NewSelect().TableExpr("river_leader").ColumnExpr("count(*)").Scan(ctx, &leaders))
+	require.Equal(t, 1, leaders)
+
+	for _, p := range procs {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, p := range procs {
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case err := <-done:
+			require.NoError(t, err, "%s exited badly: %s", p.name, p.out.String())
+		case <-time.After(45 * time.Second):
+			t.Fatalf("%s did not stop within 45 s of SIGTERM: %s", p.name, p.out.String())
+		}
+		logs := p.out.String()
+		require.NotContains(t, logs, `"level":"ERROR"`, "%s logged an error:\n%s", p.name, logs)
+		require.NotContains(t, logs, `"level":"WARN"`, "%s logged a warning:\n%s", p.name, logs)
+	}
+	require.Contains(t, procs[2].out.String(), `"msg":"web shutting down`)
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}

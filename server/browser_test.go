@@ -1,0 +1,117 @@
+package server_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// chromium starts a headless Debian Chromium for t. `make test` installs it;
+// without it the browser tests fail rather than pass silently.
+func chromium(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("CHROMIUM")
+	if path == "" {
+		for _, p := range []string{"chromium", "chromium-browser", "google-chrome"} {
+			if found, err := exec.LookPath(p); err == nil {
+				path = found
+				break
+			}
+		}
+	}
+	if path == "" {
+		t.Fatal("no Chromium found: install Debian's chromium package (make test does) or set CHROMIUM")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
+// serve runs the app on a loopback port for a real browser.
+func serve(t *testing.T, b *bundle) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = b.app.Listener(ln) }()
+	t.Cleanup(func() { _ = b.app.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
+
+func TestBrowserLoginFlow(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+
+	// A page under /app without a session lands on the login form.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/app"), chromedp.WaitVisible(css("#login-form"))))
+	url, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.Contains(t, url, "/login?next=%2Fapp")
+
+	// A wrong password shows the error on the form.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(css("#email"), adminEmail),
+		chromedp.SendKeys(css("#password"), "wrong-password"),
+		chromedp.Submit(css("#login-form")),
+		chromedp.WaitVisible(css("#login-error")),
+	))
+	errText, err := chromedp.Run(ctx, chromedp.Text(css("#login-error")))
+	require.NoError(t, err)
+	require.Equal(t, "Correo o contraseña incorrectos.", strings.TrimSpace(errText))
+
+	// The right password, through the real form post, opens the dashboard.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(css("#password"), testPassword),
+		chromedp.Submit(css("#login-form")),
+		chromedp.WaitVisible(css("#dashboard")),
+	))
+	heading, err := chromedp.Run(ctx, chromedp.Text(css("#dashboard")))
+	require.NoError(t, err)
+	require.Equal(t, "Panel", heading)
+	url, err = chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.Equal(t, base+"/app", url, "the login returns to the page first asked for")
+
+	// A POST without the CSRF token is refused, even with the session cookie.
+	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](
+		`fetch("/modules", {method: "POST", body: new URLSearchParams({action: "seed"})}).then(r => r.status)`,
+		chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	require.Equal(t, 403, status)
+
+	// htmx sends the token from the meta tag: a toggle swaps the table in place.
+	cell := `tr[data-module="Servidores"] td[data-role="Operador"]`
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/modules"),
+		chromedp.WaitVisible(css(cell+" button")),
+		chromedp.Click(css(cell+" button")),
+		chromedp.WaitVisible(css(cell+`[data-enabled="true"]`)),
+	))
+	url, err = chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	require.Equal(t, base+"/modules", url, "the htmx toggle does not navigate")
+	var granted bool
+	require.NoError(t, b.env.DB.NewRaw(`SELECT EXISTS (SELECT 1 FROM role_modules rm JOIN roles r ON r.id = rm.role_id
+		JOIN modules m ON m.id = rm.module_id WHERE r.name = 'Operador' AND m.name = 'Servidores')`).Scan(ctx, &granted))
+	require.True(t, granted, "the toggle reached the database")
+}
