@@ -93,3 +93,17 @@ func loginIPOf(t *testing.T, b *bundle, xff string) string {
 	require.NoError(t, b.env.DB.NewSelect().TableExpr("sessions").Column("ip").Limit(1).Scan(t.Context(), &ip))
 	return ip
 }
+
+func TestADatabaseFailureShowsAGeneric500WithoutInternals(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	br := b.browser(t)
+	br.login(adminEmail)
+	require.NoError(t, b.env.DB.Close())
+
+	resp, doc := br.get("/app")
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	require.Equal(t, "500", doc.Find("[data-status]").AttrOr("data-status", ""))
+	require.Contains(t, doc.Text(), "Ocurrió un error inesperado")
+	require.NotContains(t, doc.Text(), "sql: database is closed", "internal errors stay in the log")
+}
