@@ -36,6 +36,7 @@ type Deps struct {
 func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &PurgeSessionsWorker{db: deps.DB, store: deps.Store})
+	river.AddWorker(workers, &ProcessWebhookWorker{db: deps.DB, store: deps.Store})
 
 	periodic := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),

@@ -1,0 +1,252 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"pasarela/db"
+	"pasarela/db/dbtest"
+	"pasarela/db/secretbox"
+)
+
+func webhook(id, event, reference string, at time.Time) *db.Webhook {
+	return &db.Webhook{
+		NotificationID: id, Event: event, Status: db.StatusForEvent(event), Reference: reference,
+		EventCreatedAt: &at, Environment: db.EnvTest, Payload: `{}`,
+	}
+}
+
+// store inserts and processes a notification, as the receiver and the job do.
+func deliver(t *testing.T, env *dbtest.Env, w *db.Webhook) {
+	t.Helper()
+	s := &db.Store{}
+	dup, err := s.InsertWebhook(context.Background(), env.DB, w)
+	require.NoError(t, err)
+	require.False(t, dup)
+	require.NoError(t, s.ProcessWebhook(context.Background(), env.DB, w.ID))
+}
+
+func visit(t *testing.T, env *dbtest.Env, reference string) *db.Attempt {
+	t.Helper()
+	a := &db.Attempt{Reference: reference, Params: json.RawMessage(`{}`)}
+	require.NoError(t, (&db.Store{}).RecordAttempt(context.Background(), env.DB, a))
+	return a
+}
+
+func attempts(t *testing.T, env *dbtest.Env, f db.ListFilter) []db.Attempt {
+	t.Helper()
+	rows, total, err := (&db.Store{}).Attempts(context.Background(), env.DB, f, 1)
+	require.NoError(t, err)
+	require.Len(t, rows, total)
+	return rows
+}
+
+func TestStatusForEventMapsTheFourEventsAndNothingElse(t *testing.T) {
+	cases := map[string]string{
+		"SALE_APPROVED": "aprobado", "SALE_REJECTED": "rechazado", "SALE_REVERSED": "reversado",
+		"CHARGEBACK": "contracargo", "REFUND_CREATED": "desconocido", "sale_approved": "desconocido", "": "desconocido",
+	}
+	for event, want := range cases {
+		require.Equal(t, want, db.StatusForEvent(event), event)
+	}
+}
+
+func TestAnApprovalBeforeTheReturnVisitStartsTheAttemptPaid(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	deliver(t, env, webhook("evt-1", "SALE_APPROVED", "ORD-1", time.Now()))
+	a := visit(t, env, "ORD-1")
+	require.Equal(t, db.AttemptPaid, a.Status)
+	require.NotNil(t, a.PaidAt)
+
+	paid, err := (&db.Store{}).ReferencePaid(context.Background(), env.DB, "ORD-1")
+	require.NoError(t, err)
+	require.True(t, paid)
+}
+
+func TestTwoReturnVisitsAndOneApprovalMakeBothPaid(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	visit(t, env, "ORD-2")
+	visit(t, env, "ORD-2")
+	visit(t, env, "ORD-other")
+	require.Equal(t, db.AttemptPending, attempts(t, env, db.ListFilter{Q: "ORD-2"})[0].Status)
+
+	deliver(t, env, webhook("evt-2", "SALE_APPROVED", "ORD-2", time.Now()))
+	rows := attempts(t, env, db.ListFilter{Q: "ORD-2"})
+	require.Len(t, rows, 2)
+	for _, a := range rows {
+		require.Equal(t, db.AttemptPaid, a.Status)
+		require.Equal(t, db.StatusApproved, a.Outcome)
+	}
+	require.Equal(t, db.AttemptPending, attempts(t, env, db.ListFilter{Q: "ORD-other"})[0].Status)
+}
+
+func TestAReversalBeforeTheApprovalKeepsTheOutcomeReversed(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	visit(t, env, "ORD-3")
+	t0 := time.Now().Add(-time.Hour)
+	// The gateway approved, then reversed; the reversal arrives first.
+	deliver(t, env, webhook("evt-rev", "SALE_REVERSED", "ORD-3", t0.Add(time.Minute)))
+	deliver(t, env, webhook("evt-app", "SALE_APPROVED", "ORD-3", t0))
+
+	a := attempts(t, env, db.ListFilter{Q: "ORD-3"})[0]
+	require.Equal(t, db.StatusReversed, a.Outcome, "a late approval does not move the outcome back")
+	require.Equal(t, db.AttemptPaid, a.Status, "the approval still records that the payer paid")
+
+	// A chargeback outranks everything; a later rejection does not undo it.
+	deliver(t, env, webhook("evt-cb", "CHARGEBACK", "ORD-3", t0.Add(2*time.Minute)))
+	deliver(t, env, webhook("evt-rej", "SALE_REJECTED", "ORD-3", t0.Add(3*time.Minute)))
+	require.Equal(t, db.StatusChargeback, attempts(t, env, db.ListFilter{Q: "ORD-3"})[0].Outcome)
+}
+
+func TestSameRankOutcomesFollowTheGatewaysTimeNotArrival(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	visit(t, env, "ORD-4")
+	t0 := time.Now()
+	deliver(t, env, webhook("evt-late", "SALE_APPROVED", "ORD-4", t0.Add(time.Minute)))
+	deliver(t, env, webhook("evt-early", "SALE_REJECTED", "ORD-4", t0))
+	require.Equal(t, db.StatusApproved, attempts(t, env, db.ListFilter{Q: "ORD-4"})[0].Outcome)
+}
+
+func TestProcessingTwiceChangesNothingMore(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	w := webhook("evt-5", "SALE_APPROVED", "ORD-5", time.Now())
+	deliver(t, env, w)
+	require.NoError(t, (&db.Store{}).ProcessWebhook(context.Background(), env.DB, w.ID))
+	got, err := (&db.Store{}).Webhook(context.Background(), env.DB, w.ID)
+	require.NoError(t, err)
+	require.True(t, got.Processed)
+	err = (&db.Store{}).ProcessWebhook(context.Background(), env.DB, 999999)
+	require.ErrorIs(t, err, db.ErrNotFound)
+}
+
+func TestConcurrentCopiesOfOneNotificationStoreOneRow(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	var wg sync.WaitGroup
+	ids := make([]int64, 20)
+	dups := make([]bool, 20)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := webhook("evt-same", "SALE_APPROVED", "ORD-6", time.Now())
+			d, err := (&db.Store{}).InsertWebhook(context.Background(), env.DB, w)
+			require.NoError(t, err)
+			ids[i], dups[i] = w.ID, d
+		}()
+	}
+	wg.Wait()
+	fresh := 0
+	for i := range ids {
+		require.Equal(t, ids[0], ids[i], "every copy answers with the one local id")
+		if !dups[i] {
+			fresh++
+		}
+	}
+	require.Equal(t, 1, fresh)
+	_, total, err := (&db.Store{}).Webhooks(context.Background(), env.DB, db.ListFilter{}, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, total, "the counter table counts the row once")
+}
+
+func TestWebhookListFiltersPagesAndCounts(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	s := &db.Store{}
+	ctx := context.Background()
+	for i := 0; i < 120; i++ {
+		event := []string{"SALE_APPROVED", "SALE_REJECTED", "MYSTERY"}[i%3]
+		w := webhook(fmt.Sprintf("evt-%03d", i), event, fmt.Sprintf("REF-%03d", i), time.Now())
+		w.PayerEmail = fmt.Sprintf("payer%d@example.com", i%7)
+		_, err := s.InsertWebhook(ctx, env.DB, w)
+		require.NoError(t, err)
+	}
+	rows, total, err := s.Webhooks(ctx, env.DB, db.ListFilter{}, 1)
+	require.NoError(t, err)
+	require.Equal(t, 120, total)
+	require.Len(t, rows, 50)
+	require.Equal(t, "evt-119", rows[0].NotificationID, "newest first")
+
+	rows, _, err = s.Webhooks(ctx, env.DB, db.ListFilter{}, 3)
+	require.NoError(t, err)
+	require.Len(t, rows, 20)
+	require.Equal(t, "evt-019", rows[0].NotificationID)
+
+	cases := []struct {
+		f     db.ListFilter
+		total int
+	}{
+		{db.ListFilter{Status: "desconocido"}, 40},
+		{db.ListFilter{Event: "SALE_REJECTED"}, 40},
+		{db.ListFilter{Event: "SALE_REJECTED", Status: "aprobado"}, 0},
+		{db.ListFilter{Q: "ref-01"}, 10},
+		{db.ListFilter{Q: "PAYER3@"}, 17},
+		{db.ListFilter{Q: "100%"}, 0},
+		{db.ListFilter{Q: "REF-007", Status: "aprobado"}, 0},
+		{db.ListFilter{Q: "REF-006", Status: "aprobado"}, 1},
+	}
+	for _, tc := range cases {
+		rows, total, err := s.Webhooks(ctx, env.DB, tc.f, 1)
+		require.NoError(t, err)
+		require.Equal(t, tc.total, total, "%+v", tc.f)
+		require.Len(t, rows, min(tc.total, 50), "%+v", tc.f)
+	}
+}
+
+func TestGatewaySecretsAreEncryptedAtRestAndChangesRecorded(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	ctx := context.Background()
+	s := &db.Store{}
+	box, err := secretbox.New([]byte(strings.Repeat("z", 32)))
+	require.NoError(t, err)
+	admin, err := s.UpsertUser(ctx, env.DB, "a@example.com", "password1", db.RoleAdmin)
+	require.NoError(t, err)
+
+	changed, err := s.SaveGatewaySettings(ctx, env.DB, box, "gwa", []db.FieldChange{
+		{Field: "environment", Value: "production"},
+		{Field: "secret_key_production", Value: "whsec_live_abcd"},
+		{Field: "callback_url", Value: "https://shop.example/ok"},
+		{Field: "api_key_test", Value: ""}, // blank: nothing stored, nothing to clear
+	}, admin)
+	require.NoError(t, err)
+	require.Equal(t, []string{"environment", "secret_key_production", "callback_url"}, changed)
+
+	var raw []byte
+	require.NoError(t, env.DB.NewSelect().TableExpr("gateway_settings").Column("value").
+		Where("field = 'secret_key_production'").Scan(ctx, &raw))
+	require.NotContains(t, string(raw), "whsec_live", "the secret is not stored in clear")
+
+	g, err := s.GatewaySettings(ctx, env.DB, box, "gwa")
+	require.NoError(t, err)
+	require.Equal(t, "production", g.Environment())
+	require.Equal(t, "whsec_live_abcd", g.Active("secret_key"))
+
+	// Saving the same values again records nothing; clearing records a change.
+	changed, err = s.SaveGatewaySettings(ctx, env.DB, box, "gwa", []db.FieldChange{
+		{Field: "environment", Value: "production"}, {Field: "secret_key_production", Clear: true},
+	}, admin)
+	require.NoError(t, err)
+	require.Equal(t, []string{"secret_key_production"}, changed)
+	log, err := s.SettingChanges(ctx, env.DB, "gwa", 10)
+	require.NoError(t, err)
+	require.Len(t, log, 4)
+	require.Equal(t, "cleared", log[0].Action)
+	require.Equal(t, "a@example.com", log[0].UserEmail)
+
+	g, err = s.GatewaySettings(ctx, env.DB, box, "gwb")
+	require.NoError(t, err)
+	require.Equal(t, "sandbox", g.Environment(), "gwb defaults to sandbox")
+}
