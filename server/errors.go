@@ -29,6 +29,8 @@ var headings = map[int]string{
 	fiber.StatusUnprocessableEntity:   "Datos no válidos",
 	fiber.StatusTooManyRequests:       "Demasiados intentos",
 	fiber.StatusServiceUnavailable:    "Servicio no disponible",
+	fiber.StatusBadGateway:            "Pasarela sin respuesta",
+	fiber.StatusGatewayTimeout:        "Pasarela sin respuesta a tiempo",
 }
 
 var defaultMessages = map[int]string{
@@ -44,16 +46,17 @@ var defaultMessages = map[int]string{
 // the APIs, a fragment for htmx, a page in the layout otherwise. A user never
 // sees an internal error's text.
 func (s *Server) handleError(c *fiber.Ctx, err error) error {
-	status := fiber.StatusInternalServerError
-	msg := ""
+	// A fiber.Error is ours to show: its message was written for the user. Any
+	// other error is internal: logged once, and the user sees a generic text.
+	status, msg := fiber.StatusInternalServerError, ""
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
-		status = fe.Code
-		msg = fe.Message
-	}
-	if status >= 500 {
+		status, msg = fe.Code, fe.Message
+		if status >= 500 {
+			requestLogger(c, s.log).Warn("request answered with a server error", slog.Int("status", status), slog.String("error", msg))
+		}
+	} else {
 		requestLogger(c, s.log).Error("request failed", slog.String("error", err.Error()))
-		msg = ""
 	}
 	if msg == "" || msg == fiberDefaultText(status) {
 		msg = defaultMessages[status]

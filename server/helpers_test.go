@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/gofiber/fiber/v2"
@@ -38,12 +39,24 @@ type configT = config.Config
 // setup builds the app on a fresh database with one admin and one operator.
 func setup(t *testing.T, mutate ...func(*config.Config)) *bundle {
 	t.Helper()
+	return setupWith(t, options{config: mutate})
+}
+
+type options struct {
+	config          []func(*config.Config)
+	upstreamTimeout time.Duration
+	// worker runs a real River worker on the test database.
+	worker bool
+}
+
+func setupWith(t *testing.T, o options) *bundle {
+	t.Helper()
 	env := dbtest.New(t)
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{"APP_SECRET": strings.Repeat("k", 32)}[k]
 	})
 	require.NoError(t, err)
-	for _, m := range mutate {
+	for _, m := range o.config {
 		m(&cfg)
 	}
 	store := &db.Store{}
@@ -61,8 +74,19 @@ func setup(t *testing.T, mutate ...func(*config.Config)) *bundle {
 	t.Cleanup(stopUI)
 	ui, err := jobs.NewUI(uiCtx, env.Pool, workers, logger)
 	require.NoError(t, err)
-	app, err := server.New(server.Deps{Config: cfg, DB: env.DB, Store: store, Queue: queue, JobsUI: ui, Logger: logger})
+	app, err := server.New(server.Deps{Config: cfg, DB: env.DB, Store: store, Queue: queue, JobsUI: ui, Logger: logger,
+		UpstreamTimeout: o.upstreamTimeout})
 	require.NoError(t, err)
+	if o.worker {
+		client, err := jobs.NewWorkerClient(env.Pool, workers, nil, logger, jobs.WorkerOptions{})
+		require.NoError(t, err)
+		require.NoError(t, client.Start(context.Background()))
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = client.Stop(ctx)
+		})
+	}
 	return &bundle{app: app, env: env, store: store}
 }
 

@@ -26,6 +26,10 @@ var navigation = []struct {
 	items  []NavItem
 }{
 	{db.ModuleAdmin, []NavItem{
+		{Label: "Pasarelas de pago", Href: "/app/pasarelas"},
+		{Label: "Notificaciones de pago", Href: "/app/webhooks/gwa"},
+		{Label: "Intentos de pago", Href: "/app/pagos/intentos"},
+		{Label: "Tokens de API", Href: "/app/api-tokens"},
 		{Label: "Módulos y roles", Href: "/modules"},
 		{Label: "Trabajos en segundo plano", Href: "/app/jobs/"},
 	}},

@@ -17,15 +17,18 @@ type Page struct {
 	Flash  string
 	Nav    []NavSection
 	Unread int
+	// TZ is the user's time zone; dates are shown in it.
+	TZ string
 }
 
 // page fills the common data of a page for the current request and consumes
 // the pending flash message.
 func (s *Server) page(c *fiber.Ctx, title string) Page {
 	u := currentUser(c)
-	p := Page{Title: title, User: u, CSRF: csrfToken(c), Flash: s.takeFlash(c)}
+	p := Page{Title: title, User: u, CSRF: csrfToken(c), Flash: s.takeFlash(c), TZ: "UTC"}
 	if u != nil {
 		p.Nav = navFor(u, c.Path())
+		p.TZ = u.TimeZone
 	}
 	return p
 }

@@ -15,10 +15,14 @@ import (
 func (s *Server) routes(app *fiber.App) {
 	app.Use(s.logRequests, recover.New(), secureHeaders)
 
-	// Public, no cookies.
+	// Public, no cookies: health, files, and what the gateway and payers call.
 	app.Get("/healthz", s.healthz)
 	app.Get("/readyz", s.readyz)
 	app.Get("/static/*", s.serveStatic)
+	app.Post("/webhooks/gwa", s.receiveGWAWebhook)
+	app.Get("/gwa/retorno", s.paymentReturn)
+	app.Post("/gwa/retorno", s.paymentReturn)
+	app.Get("/gwa/retorno/estado", s.paymentStatus)
 
 	// Everything below knows the CSRF token and the session's user, if any.
 	app.Use(s.checkCSRF, s.loadSession)
@@ -27,9 +31,28 @@ func (s *Server) routes(app *fiber.App) {
 	app.Post("/login", s.login)
 	app.Post("/logout", s.logout)
 
+	// The subscription gateway's API: an API token, or an admin session with CSRF.
+	gwb := app.Group("/v1/gwb", s.apiAuth)
+	gwb.Post("/subscription/crear-plan", s.createPlan)
+	gwb.Get("/subscription/ver-plan/:id", s.showPlan)
+	gwb.Patch("/subscription/actualizar-plan/:id", s.updatePlan)
+	gwb.Post("/payment/crear-pago", s.createPayment)
+
 	// Session required.
 	appGroup := app.Group("/app", requireUser)
 	appGroup.Get("/", s.home)
+
+	admin := requireModule(db.ModuleAdmin)
+	appGroup.Get("/pasarelas", admin, s.showGateways)
+	appGroup.Post("/pasarelas/:gateway", admin, s.saveGateway)
+	appGroup.Get("/webhooks/gwa", admin, s.listWebhooks)
+	appGroup.Get("/webhooks/gwa/:id", admin, s.showWebhook)
+	appGroup.Post("/webhooks/gwa/:id/reprocesar", admin, s.reprocessWebhook)
+	appGroup.Get("/pagos/intentos", admin, s.listAttempts)
+	appGroup.Get("/api-tokens", admin, s.listTokens)
+	appGroup.Post("/api-tokens", admin, s.createToken)
+	appGroup.Get("/api-tokens/:id", admin, s.showToken)
+	appGroup.Post("/api-tokens/:id/revocar", admin, s.revokeToken)
 
 	modules := app.Group("/modules", requireUser, requireModule(db.ModuleAdmin))
 	modules.Get("/", s.listModules)
@@ -37,8 +60,8 @@ func (s *Server) routes(app *fiber.App) {
 
 	if s.jobsUI != nil {
 		jobsUI := adaptor.HTTPHandler(s.jobsUI)
-		appGroup.All("/jobs", requireModule(db.ModuleAdmin), jobsUI)
-		appGroup.All("/jobs/*", requireModule(db.ModuleAdmin), jobsUI)
+		appGroup.All("/jobs", admin, jobsUI)
+		appGroup.All("/jobs/*", admin, jobsUI)
 	}
 
 	app.Use(func(*fiber.Ctx) error { return fiber.ErrNotFound })

@@ -4,7 +4,6 @@ package server
 
 import (
 	"fmt"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"pasarela/config"
 	"pasarela/db"
+	"pasarela/db/secretbox"
 	"pasarela/jobs"
 	"pasarela/static"
 	"pasarela/views"
@@ -29,6 +29,8 @@ type Deps struct {
 	// JobsUI is River's web UI, mounted at /app/jobs; nil leaves it out.
 	JobsUI http.Handler
 	Logger *slog.Logger
+	// UpstreamTimeout bounds each call to a gateway's API; 0 means 10 s.
+	UpstreamTimeout time.Duration
 }
 
 // Server holds the dependencies the handlers share.
@@ -41,6 +43,10 @@ type Server struct {
 	log    *slog.Logger
 	assets static.Assets
 	csrf   csrfKey
+	box    *secretbox.Box
+	// upstream calls the gateways' APIs, with the contract's timeout.
+	upstream *http.Client
+	gwaCache gwaSecretCache
 }
 
 // New builds the Fiber app with every route of routes.go.
@@ -49,13 +55,23 @@ func New(d Deps) (*fiber.App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load static files: %w", err)
 	}
+	box, err := secretbox.New(d.Config.AppSecret)
+	if err != nil {
+		return nil, err
+	}
+	if d.UpstreamTimeout == 0 {
+		d.UpstreamTimeout = 10 * time.Second
+	}
 	s := &Server{
 		cfg: d.Config, db: d.DB, store: d.Store, queue: d.Queue, jobsUI: d.JobsUI,
-		log: d.Logger, assets: assets, csrf: newCSRFKey(d.Config.AppSecret),
+		log: d.Logger, assets: assets, csrf: newCSRFKey(d.Config.AppSecret), box: box,
+		upstream: &http.Client{Timeout: d.UpstreamTimeout},
 	}
 	engine := html.NewFileSystem(http.FS(views.FS), ".html")
 	engine.AddFunc("asset", assets.URL)
-	engine.AddFunc("json", func(v string) template.JS { return template.JS(v) })
+	engine.AddFunc("localtime", localTime)
+	engine.AddFunc("mask", secretbox.Mask)
+	engine.AddFunc("dict", dict)
 	if err := engine.Load(); err != nil {
 		return nil, fmt.Errorf("parse templates: %w", err)
 	}
@@ -73,4 +89,20 @@ func New(d Deps) (*fiber.App, error) {
 	})
 	s.routes(app)
 	return app, nil
+}
+
+// dict builds a map for passing several values to a partial: dict "k" v "k2" v2.
+func dict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("dict: odd number of arguments")
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("dict: key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
 }

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"pasarela/db"
+)
+
+// Limits on what a return visit records: it is public, so it stays small.
+const (
+	maxReturnParams     = 50
+	maxReturnParamBytes = 2000
+)
+
+type retornoPage struct {
+	Page
+	Reference string
+	Paid      bool
+}
+
+// paymentReturn records one visit of a payer coming back from the checkout
+// gateway and shows a page that waits for the payment to be confirmed.
+func (s *Server) paymentReturn(c *fiber.Ctx) error {
+	params := map[string]any{}
+	add := func(k, v []byte) {
+		if len(params) >= maxReturnParams {
+			return
+		}
+		key, val := truncate(string(k), 100), truncate(string(v), maxReturnParamBytes)
+		switch prev := params[key].(type) {
+		case nil:
+			params[key] = val
+		case string:
+			params[key] = []string{prev, val}
+		case []string:
+			params[key] = append(prev, val)
+		}
+	}
+	c.Request().URI().QueryArgs().VisitAll(add)
+	if c.Method() == fiber.MethodPost {
+		c.Request().PostArgs().VisitAll(add)
+	}
+	first := func(name string) string {
+		switch v := params[name].(type) {
+		case string:
+			return strings.TrimSpace(v)
+		case []string:
+			return strings.TrimSpace(v[0])
+		}
+		return ""
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	a := &db.Attempt{
+		Reference:   truncate(first("reference"), 200),
+		PaymentLink: truncate(first("payment_link"), 1000),
+		Email:       truncate(first("email"), 320),
+		IP:          s.clientIP(c).String(),
+		UserAgent:   truncate(c.Get(fiber.HeaderUserAgent), 300),
+		Params:      raw,
+	}
+	if err := s.store.RecordAttempt(c.UserContext(), s.db, a); err != nil {
+		return err
+	}
+	data := retornoPage{Page: s.page(c, "Estado de su pago"), Reference: a.Reference, Paid: a.Status == db.AttemptPaid}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Render("pages/retorno/index", data, "layouts/public")
+}
+
+// paymentStatus is what the return page polls: the status fragment.
+func (s *Server) paymentStatus(c *fiber.Ctx) error {
+	ref := strings.TrimSpace(c.Query("reference"))
+	if ref == "" || len(ref) > 200 {
+		return fiber.NewError(fiber.StatusUnprocessableEntity, "Falta la referencia del pedido.")
+	}
+	paid, err := s.store.ReferencePaid(c.UserContext(), s.db, ref)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Render("partials/retorno/status", retornoPage{Reference: ref, Paid: paid})
+}
