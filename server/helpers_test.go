@@ -169,3 +169,7 @@ func parse(t *testing.T, resp *http.Response) *goquery.Document {
 	require.NoError(t, err)
 	return doc
 }
+
+type goquerySelection = goquery.Selection
+
+func newGet(path string) *http.Request { return httptest.NewRequest(http.MethodGet, path, nil) }
