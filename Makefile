@@ -23,8 +23,9 @@ test: deps-postgres deps-chromium vet
 	@PASARELA_TEST_PGDIR=$(TEST_PGDIR) $(GO) test -count=1 ./...; rc=$$?; \
 	  $(MAKE) --no-print-directory stop-test-db; exit $$rc
 
+# Each benchmark runs a fixed workload once and reports its figures as metrics.
 bench: deps-postgres
-	@PASARELA_TEST_PGDIR=$(TEST_PGDIR) $(GO) test -run '^$$' -bench . -benchmem ./...; rc=$$?; \
+	@PASARELA_TEST_PGDIR=$(TEST_PGDIR) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...; rc=$$?; \
 	  $(MAKE) --no-print-directory stop-test-db; exit $$rc
 
 vet:
@@ -48,9 +49,9 @@ deps-chromium:
 	else echo "Chromium not found and no apt-get: install it or set CHROMIUM=/path/to/chrome"; exit 1; fi
 
 stop-test-db:
-	@if [ -f $(TEST_PGDIR)/data/postmaster.pid ]; then \
-	  kill -INT $$(head -1 $(TEST_PGDIR)/data/postmaster.pid) 2>/dev/null || true; \
-	fi
+	@for d in $(TEST_PGDIR) $(TEST_PGDIR)-durable; do \
+	  if [ -f $$d/data/postmaster.pid ]; then kill -INT $$(head -1 $$d/data/postmaster.pid) 2>/dev/null || true; fi; \
+	done
 
 # Re-fetch the vendored front-end files from the npm registry at the pinned versions.
 vendor:

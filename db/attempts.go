@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -82,11 +83,11 @@ func (f ListFilter) applyAttempts(q *bun.SelectQuery) *bun.SelectQuery {
 		q = q.Where("a.status = ?", f.Status)
 	}
 	if f.Q != "" {
-		if len([]rune(f.Q)) < minSubstring {
-			q = q.Where("a.reference = ?", f.Q)
-		} else {
-			q = q.Where("lower(a.reference || ' ' || a.email || ' ' || a.payment_link) LIKE ?", likePattern(f.Q))
-		}
+		p, upper := prefixPattern(f.Q), prefixPattern(strings.ToUpper(f.Q))
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("a.reference LIKE ?", p).WhereOr("a.reference LIKE ?", upper).
+				WhereOr("lower(a.email) LIKE ?", strings.ToLower(p))
+		})
 	}
 	return q
 }

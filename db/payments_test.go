@@ -250,3 +250,47 @@ func TestGatewaySecretsAreEncryptedAtRestAndChangesRecorded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "sandbox", g.Environment(), "gwb defaults to sandbox")
 }
+
+func TestWebhookPagesAcrossIDBucketsMatchAPlainOffsetQuery(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	s := &db.Store{}
+	ctx := context.Background()
+	n := 0
+	// Three runs of ids far apart, so pages straddle buckets of 10,000 ids.
+	for _, jump := range []int{1, 9_990, 25_000, 25_040} {
+		_, err := env.DB.ExecContext(ctx, "SELECT setval('gwa_webhooks_id_seq', ?, false)", jump)
+		require.NoError(t, err)
+		ws := make([]*db.Webhook, 37)
+		for i := range ws {
+			event := []string{"SALE_APPROVED", "SALE_REJECTED", "CHARGEBACK"}[n%3]
+			ws[i] = webhook(fmt.Sprintf("evt-%d", n), event, fmt.Sprintf("R-%d", n), time.Now())
+			n++
+		}
+		_, err = s.InsertWebhooks(ctx, env.DB, ws)
+		require.NoError(t, err)
+	}
+	for _, f := range []db.ListFilter{{}, {Status: "rechazado"}, {Event: "CHARGEBACK", Status: "contracargo"}} {
+		var want []int64
+		q := env.DB.NewSelect().Model((*db.Webhook)(nil)).Column("id").OrderExpr("id DESC")
+		if f.Status != "" {
+			q = q.Where("status = ?", f.Status)
+		}
+		if f.Event != "" {
+			q = q.Where("event = ?", f.Event)
+		}
+		require.NoError(t, q.Scan(ctx, &want))
+		for page := 1; page <= len(want)/db.PageSize+2; page++ {
+			rows, total, err := s.Webhooks(ctx, env.DB, f, page)
+			require.NoError(t, err)
+			require.Equal(t, len(want), total, "%+v", f)
+			var got []int64
+			for _, r := range rows {
+				got = append(got, r.ID)
+			}
+			from := min((page-1)*db.PageSize, len(want))
+			to := min(from+db.PageSize, len(want))
+			require.Equal(t, want[from:to], append([]int64{}, got...)[:len(got)], "%+v page %d", f, page)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -80,22 +81,64 @@ type WebhookRejection struct {
 	ReceivedAt time.Time `bun:"received_at,nullzero,default:now()"`
 }
 
-// InsertWebhook stores w unless its notification id is already stored. It
-// returns the local id and whether it was a duplicate. The unique index makes
-// this hold however many copies arrive at once.
+// InsertWebhooks stores a batch of notifications in one statement, skipping
+// those whose notification id is already stored (or repeated earlier in the
+// batch). It sets each one's local id and reports which were duplicates. The
+// unique index makes this hold however many copies arrive at once.
+func (s *Store) InsertWebhooks(ctx context.Context, idb bun.IDB, ws []*Webhook) (duplicate []bool, err error) {
+	var inserted []struct {
+		ID             int64  `bun:"id"`
+		NotificationID string `bun:"notification_id"`
+	}
+	if _, err := idb.NewInsert().Model(&ws).On("CONFLICT (notification_id) DO NOTHING").
+		Returning("id, notification_id").Exec(ctx, &inserted); err != nil {
+		return nil, fmt.Errorf("insert %d webhooks: %w", len(ws), err)
+	}
+	fresh := make(map[string]int64, len(inserted))
+	for _, r := range inserted {
+		fresh[r.NotificationID] = r.ID
+	}
+	duplicate = make([]bool, len(ws))
+	var lookup []string
+	for i, w := range ws {
+		if id, ok := fresh[w.NotificationID]; ok {
+			w.ID = id
+			delete(fresh, w.NotificationID) // a later copy in this batch is a duplicate
+			continue
+		}
+		duplicate[i] = true
+		lookup = append(lookup, w.NotificationID)
+	}
+	if len(lookup) == 0 {
+		return duplicate, nil
+	}
+	var existing []struct {
+		ID             int64  `bun:"id"`
+		NotificationID string `bun:"notification_id"`
+	}
+	if err := idb.NewSelect().Model((*Webhook)(nil)).Column("id", "notification_id").
+		Where("notification_id IN (?)", bun.In(lookup)).Scan(ctx, &existing); err != nil {
+		return nil, fmt.Errorf("look up duplicate webhooks: %w", err)
+	}
+	ids := make(map[string]int64, len(existing))
+	for _, r := range existing {
+		ids[r.NotificationID] = r.ID
+	}
+	for i, w := range ws {
+		if duplicate[i] {
+			w.ID = ids[w.NotificationID]
+		}
+	}
+	return duplicate, nil
+}
+
+// InsertWebhook is InsertWebhooks for one notification.
 func (s *Store) InsertWebhook(ctx context.Context, idb bun.IDB, w *Webhook) (duplicate bool, err error) {
-	res, err := idb.NewInsert().Model(w).On("CONFLICT (notification_id) DO NOTHING").Returning("id").Exec(ctx)
+	dups, err := s.InsertWebhooks(ctx, idb, []*Webhook{w})
 	if err != nil {
-		return false, fmt.Errorf("insert webhook %s: %w", w.NotificationID, err)
+		return false, err
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return false, nil
-	}
-	if err := idb.NewSelect().Model((*Webhook)(nil)).Column("id").
-		Where("notification_id = ?", w.NotificationID).Scan(ctx, &w.ID); err != nil {
-		return true, fmt.Errorf("look up duplicate webhook %s: %w", w.NotificationID, err)
-	}
-	return true, nil
+	return dups[0], nil
 }
 
 // RecordRejection counts one refused delivery.
@@ -196,9 +239,10 @@ func (s *Store) ProcessWebhook(ctx context.Context, bdb *bun.DB, id int64) error
 	})
 }
 
-// ListFilter narrows a list: exact event and status, and q, a case-insensitive
-// substring of reference, payment id or payer e-mail (of reference, e-mail or
-// payment link for attempts).
+// ListFilter narrows a list: exact event and status, and q, the beginning of
+// a reference or payment id (as typed, or in capitals) or of a payer e-mail
+// (any case). Prefix search runs on btree indexes, cheap to keep up at every
+// insert, and finds what operators paste: a whole or partial reference or id.
 type ListFilter struct {
 	Event  string
 	Status string
@@ -208,15 +252,11 @@ type ListFilter struct {
 // PageSize is the number of rows a list page shows.
 const PageSize = 50
 
-// likePattern escapes q for LIKE and wraps it in %.
-func likePattern(q string) string {
+// prefixPattern escapes q for LIKE and makes it a prefix match.
+func prefixPattern(q string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(strings.ToLower(q)) + "%"
+	return r.Replace(q) + "%"
 }
-
-// minSubstring is the shortest q searched as a substring: the trigram index
-// needs three characters; shorter ones match a reference exactly.
-const minSubstring = 3
 
 func (f ListFilter) applyWebhooks(q *bun.SelectQuery) *bun.SelectQuery {
 	if f.Event != "" {
@@ -226,44 +266,80 @@ func (f ListFilter) applyWebhooks(q *bun.SelectQuery) *bun.SelectQuery {
 		q = q.Where("status = ?", f.Status)
 	}
 	if f.Q != "" {
-		if len([]rune(f.Q)) < minSubstring {
-			q = q.Where("reference = ?", f.Q)
-		} else {
-			q = q.Where("lower(reference || ' ' || payment_id || ' ' || payer_email) LIKE ?", likePattern(f.Q))
-		}
+		p, upper := prefixPattern(f.Q), prefixPattern(strings.ToUpper(f.Q))
+		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("reference LIKE ?", p).WhereOr("reference LIKE ?", upper).
+				WhereOr("payment_id LIKE ?", p).WhereOr("payment_id LIKE ?", upper).
+				WhereOr("lower(payer_email) LIKE ?", strings.ToLower(p))
+		})
 	}
 	return q
 }
 
+// webhookBucket is the id range one row of gwa_webhook_counts covers; it must
+// match the trigger in the migration.
+const webhookBucket = 10000
+
+type bucketCount struct {
+	Bucket int64 `bun:"bucket"`
+	N      int   `bun:"n"`
+}
+
 // Webhooks returns page (1-based) of the filtered notifications, newest first,
-// and the filtered total. Only ids are sorted and skipped (an index-only scan);
-// whole rows are read for the page alone. The unfiltered and event/status
-// totals come from gwa_webhook_counts, not from counting rows.
-func (s *Store) Webhooks(ctx context.Context, idb bun.IDB, f ListFilter, page int) ([]Webhook, int, error) {
-	ids := f.applyWebhooks(idb.NewSelect().Model((*Webhook)(nil)).Column("id")).
-		OrderExpr("id DESC").Limit(PageSize).Offset((page - 1) * PageSize)
+// and the filtered total, both from one snapshot.
+//
+// Without q, nothing grows with the page number: the exact counts per id
+// bucket (gwa_webhook_counts, about 100 rows a million) say which bucket holds
+// the page's first row, and only the rest of that bucket is skipped (fewer than
+// 10,000 index entries). With q, matches are few, and skipped plainly. Either
+// way only ids are sorted and skipped; whole rows are read for the page alone.
+func (s *Store) Webhooks(ctx context.Context, bdb *bun.DB, f ListFilter, page int) ([]Webhook, int, error) {
 	var rows []Webhook
-	err := idb.NewSelect().Model(&rows).
-		ExcludeColumn("payload").
-		Where("id IN (?)", ids).OrderExpr("id DESC").Scan(ctx)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list webhooks: %w", err)
-	}
-	var total int
-	if f.Q == "" {
-		q := idb.NewSelect().TableExpr("gwa_webhook_counts").ColumnExpr("COALESCE(sum(n), 0)")
-		if f.Event != "" {
-			q = q.Where("event = ?", f.Event)
+	total := 0
+	err := bdb.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, func(ctx context.Context, tx bun.Tx) error {
+		offset := (page - 1) * PageSize
+		ids := f.applyWebhooks(tx.NewSelect().Model((*Webhook)(nil)).Column("id")).OrderExpr("id DESC").Limit(PageSize)
+		if f.Q != "" {
+			n, err := f.applyWebhooks(tx.NewSelect().Model((*Webhook)(nil))).Count(ctx)
+			if err != nil {
+				return fmt.Errorf("count webhooks: %w", err)
+			}
+			total = n
+			ids = ids.Offset(offset)
+		} else {
+			var buckets []bucketCount
+			q := tx.NewSelect().TableExpr("gwa_webhook_counts").ColumnExpr("bucket, sum(n) AS n").
+				GroupExpr("bucket").OrderExpr("bucket DESC")
+			if f.Event != "" {
+				q = q.Where("event = ?", f.Event)
+			}
+			if f.Status != "" {
+				q = q.Where("status = ?", f.Status)
+			}
+			if err := q.Scan(ctx, &buckets); err != nil {
+				return fmt.Errorf("count webhooks: %w", err)
+			}
+			skipped, found := 0, false
+			for _, b := range buckets {
+				if !found && skipped+b.N > offset {
+					ids = ids.Where("id < ?", (b.Bucket+1)*webhookBucket).Offset(offset - skipped)
+					found = true
+				}
+				if !found {
+					skipped += b.N
+				}
+				total += b.N
+			}
+			if !found {
+				return nil // past the last page
+			}
 		}
-		if f.Status != "" {
-			q = q.Where("status = ?", f.Status)
+		err := tx.NewSelect().Model(&rows).ExcludeColumn("payload").
+			Where("id IN (?)", ids).OrderExpr("id DESC").Scan(ctx)
+		if err != nil {
+			return fmt.Errorf("list webhooks: %w", err)
 		}
-		err = q.Scan(ctx, &total)
-	} else {
-		total, err = f.applyWebhooks(idb.NewSelect().Model((*Webhook)(nil))).Count(ctx)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("count webhooks: %w", err)
-	}
-	return rows, total, nil
+		return nil
+	})
+	return rows, total, err
 }

@@ -99,3 +99,4 @@ func (q *Queue) InsertTx(ctx context.Context, tx bun.Tx, args river.JobArgs, opt
 	}
 	return res.Job.ID, nil
 }
+

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -11,10 +12,11 @@ import (
 	"pasarela/db"
 )
 
-// ProcessWebhookArgs applies one stored checkout-gateway notification. It is
-// inserted in the transaction that stores the notification.
+// ProcessWebhookArgs applies stored checkout-gateway notifications. It is
+// inserted in the transaction that stores them: the receiver commits
+// concurrent deliveries together, with one job for the lot (see server/ingest.go).
 type ProcessWebhookArgs struct {
-	WebhookID int64 `json:"webhook_id"`
+	WebhookIDs []int64 `json:"webhook_ids"`
 }
 
 // Kind is the job's name in River's tables.
@@ -32,12 +34,16 @@ func (w *ProcessWebhookWorker) Timeout(*river.Job[ProcessWebhookArgs]) time.Dura
 	return 30 * time.Second
 }
 
-// Work processes the notification; a database error is retried by River, a
-// notification that no longer exists is not.
+// Work processes each notification in its own transaction, so one that fails
+// does not undo the others. A failure is retried by River (processing again is
+// harmless); a notification that no longer exists is skipped.
 func (w *ProcessWebhookWorker) Work(ctx context.Context, job *river.Job[ProcessWebhookArgs]) error {
-	err := w.store.ProcessWebhook(ctx, w.db, job.Args.WebhookID)
-	if errors.Is(err, db.ErrNotFound) {
-		return river.JobCancel(err)
+	var errs []error
+	for _, id := range job.Args.WebhookIDs {
+		err := w.store.ProcessWebhook(ctx, w.db, id)
+		if err != nil && !errors.Is(err, db.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("webhook %d: %w", id, err))
+		}
 	}
-	return err
+	return errors.Join(errs...)
 }

@@ -47,11 +47,16 @@ type options struct {
 	upstreamTimeout time.Duration
 	// worker runs a real River worker on the test database.
 	worker bool
+	// durable puts the database on the fsync-on server (commit benchmarks).
+	durable bool
 }
 
-func setupWith(t *testing.T, o options) *bundle {
+func setupWith(t testing.TB, o options) *bundle {
 	t.Helper()
 	env := dbtest.New(t)
+	if o.durable {
+		env = dbtest.NewDurable(t)
+	}
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{"APP_SECRET": strings.Repeat("k", 32)}[k]
 	})
@@ -92,13 +97,13 @@ func setupWith(t *testing.T, o options) *bundle {
 
 // browser is a cookie-keeping client over app.Test, like a browser without JS.
 type browser struct {
-	t       *testing.T
+	t       testing.TB
 	app     *fiber.App
 	cookies map[string]string
 	csrf    string
 }
 
-func (b *bundle) browser(t *testing.T) *browser {
+func (b *bundle) browser(t testing.TB) *browser {
 	return &browser{t: t, app: b.app, cookies: map[string]string{}}
 }
 
@@ -162,7 +167,7 @@ func (br *browser) login(email string) {
 	require.Equal(br.t, http.StatusSeeOther, resp.StatusCode, "login of %s should redirect", email)
 }
 
-func parse(t *testing.T, resp *http.Response) *goquery.Document {
+func parse(t testing.TB, resp *http.Response) *goquery.Document {
 	t.Helper()
 	defer resp.Body.Close()
 	doc, err := goquery.NewDocumentFromReader(resp.Body)

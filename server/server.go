@@ -47,6 +47,7 @@ type Server struct {
 	// upstream calls the gateways' APIs, with the contract's timeout.
 	upstream *http.Client
 	gwaCache gwaSecretCache
+	ingest   *ingester
 }
 
 // New builds the Fiber app with every route of routes.go.
@@ -87,6 +88,8 @@ func New(d Deps) (*fiber.App, error) {
 		WriteTimeout: 60 * time.Second,
 		IdleTimeout:  120 * time.Second,
 	})
+	s.ingest = newIngester(d.DB, d.Store, d.Queue, d.Logger)
+	app.Hooks().OnShutdown(func() error { s.ingest.close(); return nil })
 	s.routes(app)
 	return app, nil
 }

@@ -85,7 +85,7 @@ func (s *Server) reprocessWebhook(c *fiber.Ctx) error {
 		if err := s.store.MarkForReprocessing(ctx, tx, w.ID); err != nil {
 			return err
 		}
-		_, err := s.queue.InsertTx(ctx, tx, jobs.ProcessWebhookArgs{WebhookID: w.ID}, nil)
+		_, err := s.queue.InsertTx(ctx, tx, jobs.ProcessWebhookArgs{WebhookIDs: []int64{w.ID}}, nil)
 		return err
 	})
 	if err != nil {

@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/uptrace/bun"
 
 	"pasarela/db"
-	"pasarela/jobs"
 )
 
 // maxWebhookBytes is the largest notification accepted (CONTRACT §3).
@@ -142,15 +140,7 @@ func (s *Server) receiveGWAWebhook(c *fiber.Ctx) error {
 		w.EventCreatedAt = &t
 	}
 
-	duplicate := false
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		if duplicate, err = s.store.InsertWebhook(ctx, tx, w); err != nil || duplicate {
-			return err
-		}
-		_, err = s.queue.InsertTx(ctx, tx, jobs.ProcessWebhookArgs{WebhookID: w.ID}, nil)
-		return err
-	})
+	duplicate, err := s.ingest.storeWebhook(ctx, w)
 	if err != nil {
 		return err
 	}

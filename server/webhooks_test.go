@@ -28,7 +28,7 @@ import (
 const testSecret = "whsec_test"
 
 // fixture reads a sample delivery from ../shared/fixtures/gwa.
-func fixture(t *testing.T, name string) []byte {
+func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "gwa", name))
 	require.NoError(t, err, "the shared fixtures must sit beside the repository")
@@ -42,7 +42,7 @@ func sign(secret string, body []byte) string {
 }
 
 // configureGWA stores the checkout gateway's environment and secret directly.
-func (b *bundle) configureGWA(t *testing.T, env, secret string) {
+func (b *bundle) configureGWA(t testing.TB, env, secret string) {
 	t.Helper()
 	box, err := secretbox.New([]byte(strings.Repeat("k", 32)))
 	require.NoError(t, err)
@@ -75,7 +75,7 @@ func (b *bundle) postWebhook(t *testing.T, body []byte, headers ...string) (int,
 	return resp.StatusCode, r
 }
 
-func countRows(t *testing.T, b *bundle, table, where string, args ...any) int {
+func countRows(t testing.TB, b *bundle, table, where string, args ...any) int {
 	t.Helper()
 	q := b.env.DB.NewSelect().TableExpr(table)
 	if where != "" {

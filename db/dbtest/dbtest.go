@@ -35,17 +35,34 @@ type Env struct {
 	Pool *pgxpool.Pool
 }
 
+// cluster is one test server, started once per process.
+type cluster struct {
+	once sync.Once
+	url  string
+	err  error
+}
+
 var (
-	serverOnce sync.Once
-	serverURL  string
-	serverErr  error
+	fastCluster    cluster // fsync off: what tests use
+	durableCluster cluster // fsync on: what benchmarks of commits use
 )
 
 // New creates a database for t and drops it when t ends.
 func New(t testing.TB) *Env {
 	t.Helper()
+	return newEnv(t, server(t, &fastCluster, false))
+}
+
+// NewDurable is New on a server that commits durably (fsync and synchronous
+// commit on), for benchmarks whose figure depends on the cost of a commit.
+func NewDurable(t testing.TB) *Env {
+	t.Helper()
+	return newEnv(t, server(t, &durableCluster, true))
+}
+
+func newEnv(t testing.TB, admin string) *Env {
+	t.Helper()
 	ctx := context.Background()
-	admin := server(t)
 	tpl, err := template(ctx, admin)
 	if err != nil {
 		t.Fatalf("dbtest: template database: %v", err)
@@ -55,7 +72,7 @@ func New(t testing.TB) *Env {
 		t.Fatalf("dbtest: create database: %v", err)
 	}
 	dsn := withDatabase(admin, name)
-	bdb, err := db.Open(ctx, dsn, 10)
+	bdb, err := db.Open(ctx, dsn, 20)
 	if err != nil {
 		t.Fatalf("dbtest: open bun: %v", err)
 	}
@@ -73,35 +90,37 @@ func New(t testing.TB) *Env {
 	return &Env{URL: dsn, DB: bdb, Pool: pool}
 }
 
-// AdminURL returns the superuser URL of the test server (for tests that
-// create databases of their own, such as the process test).
-func AdminURL(t testing.TB) string {
-	t.Helper()
-	return server(t)
+// Dir is where the shared test cluster lives (the durable one beside it, with
+// a -durable suffix); `make test` stops both when the run ends.
+func Dir() string {
+	if dir := os.Getenv("PASARELA_TEST_PGDIR"); dir != "" {
+		return dir
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("pasarela-test-%d", os.Getuid()))
 }
 
-func server(t testing.TB) string {
+func server(t testing.TB, c *cluster, durable bool) string {
 	t.Helper()
-	serverOnce.Do(func() {
+	c.once.Do(func() {
 		if u := os.Getenv("PASARELA_TEST_DATABASE_URL"); u != "" {
-			serverURL = u
+			c.url = u
 			return
 		}
-		dir := os.Getenv("PASARELA_TEST_PGDIR")
-		if dir == "" {
-			dir = filepath.Join(os.TempDir(), fmt.Sprintf("pasarela-test-%d", os.Getuid()))
+		dir := Dir()
+		if durable {
+			dir += "-durable"
 		}
-		c, err := pgcluster.Start(context.Background(), pgcluster.Options{Dir: dir, Fast: true, Detached: true})
+		pg, err := pgcluster.Start(context.Background(), pgcluster.Options{Dir: dir, Fast: !durable, Detached: true})
 		if err != nil {
-			serverErr = err
+			c.err = err
 			return
 		}
-		serverURL = c.AdminURL
+		c.url = pg.AdminURL
 	})
-	if serverErr != nil {
-		t.Fatalf("dbtest: no PostgreSQL for tests: %v", serverErr)
+	if c.err != nil {
+		t.Fatalf("dbtest: no PostgreSQL for tests: %v", c.err)
 	}
-	return serverURL
+	return c.url
 }
 
 // template returns the name of a database holding the current migrations and
