@@ -99,4 +99,3 @@ func (q *Queue) InsertTx(ctx context.Context, tx bun.Tx, args river.JobArgs, opt
 	}
 	return res.Job.ID, nil
 }
-
