@@ -183,3 +183,33 @@ func (s *Store) ReleaseIdempotencyKey(ctx context.Context, idb bun.IDB, key stri
 	}
 	return nil
 }
+
+// Retention of the logs that grow with traffic.
+const (
+	IdempotencyKeyTTL = 24 * time.Hour
+	CallLogRetention  = 30 * 24 * time.Hour
+)
+
+// PurgePaymentLogs deletes idempotency keys older than a day and upstream calls
+// and webhook rejections older than 30 days; it returns how many rows went.
+func (s *Store) PurgePaymentLogs(ctx context.Context, idb bun.IDB) (int64, error) {
+	var total int64
+	for _, q := range []struct {
+		table string
+		age   time.Duration
+		col   string
+	}{
+		{"gwb_idempotency", IdempotencyKeyTTL, "created_at"},
+		{"gwb_upstream_calls", CallLogRetention, "created_at"},
+		{"gwa_webhook_rejections", CallLogRetention, "received_at"},
+	} {
+		res, err := idb.NewDelete().TableExpr(q.table).
+			Where("? < now() - ?::interval", bun.Ident(q.col), fmt.Sprintf("%d seconds", int(q.age.Seconds()))).Exec(ctx)
+		if err != nil {
+			return total, fmt.Errorf("purge %s: %w", q.table, err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+	}
+	return total, nil
+}

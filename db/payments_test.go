@@ -294,3 +294,26 @@ func TestWebhookPagesAcrossIDBucketsMatchAPlainOffsetQuery(t *testing.T) {
 		}
 	}
 }
+
+func TestPurgePaymentLogsKeepsRecentRows(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	ctx := context.Background()
+	s := &db.Store{}
+	for _, q := range []string{
+		`INSERT INTO gwb_idempotency (key, request_hash, created_at) VALUES ('old', '\x00', now() - interval '25 hours'), ('new', '\x00', now())`,
+		`INSERT INTO gwb_upstream_calls (method, path, status, latency_ms, created_at) VALUES ('GET', '/a', 200, 1, now() - interval '31 days'), ('GET', '/b', 200, 1, now())`,
+		`INSERT INTO gwa_webhook_rejections (reason, received_at) VALUES ('x', now() - interval '31 days'), ('y', now())`,
+	} {
+		_, err := env.DB.ExecContext(ctx, q)
+		require.NoError(t, err)
+	}
+	n, err := s.PurgePaymentLogs(ctx, env.DB)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	for _, table := range []string{"gwb_idempotency", "gwb_upstream_calls", "gwa_webhook_rejections"} {
+		left, err := env.DB.NewSelect().TableExpr(table).Count(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, left, table)
+	}
+}

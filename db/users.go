@@ -99,3 +99,11 @@ func (s *Store) Authenticate(ctx context.Context, idb bun.IDB, email, password s
 	}
 	return u, nil
 }
+
+// SetTimeZone stores the IANA time zone a user reads dates in.
+func (s *Store) SetTimeZone(ctx context.Context, idb bun.IDB, userID int64, tz string) error {
+	if _, err := idb.NewUpdate().Model((*User)(nil)).Set("time_zone = ?, updated_at = now()", tz).Where("id = ?", userID).Exec(ctx); err != nil {
+		return fmt.Errorf("set time zone of user %d: %w", userID, err)
+	}
+	return nil
+}

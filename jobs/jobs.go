@@ -37,11 +37,15 @@ func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &PurgeSessionsWorker{db: deps.DB, store: deps.Store})
 	river.AddWorker(workers, &ProcessWebhookWorker{db: deps.DB, store: deps.Store})
+	river.AddWorker(workers, &PurgePaymentLogsWorker{db: deps.DB, store: deps.Store})
 
 	periodic := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return PurgeSessionsArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "purge_sessions", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(24*time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return PurgePaymentLogsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "purge_payment_logs", RunOnStart: true}),
 	}
 	return workers, periodic
 }

@@ -41,6 +41,8 @@ func (s *Server) routes(app *fiber.App) {
 	// Session required.
 	appGroup := app.Group("/app", requireUser)
 	appGroup.Get("/", s.home)
+	appGroup.Get("/perfil", s.showProfile)
+	appGroup.Post("/perfil", s.saveProfile)
 
 	admin := requireModule(db.ModuleAdmin)
 	appGroup.Get("/pasarelas", admin, s.showGateways)

@@ -3,9 +3,12 @@ package server_test
 import (
 	"net/http"
 	"net/netip"
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"pasarela/db"
 )
 
 func TestHealthAndReadiness(t *testing.T) {
@@ -106,4 +109,28 @@ func TestADatabaseFailureShowsAGeneric500WithoutInternals(t *testing.T) {
 	require.Equal(t, "500", doc.Find("[data-status]").AttrOr("data-status", ""))
 	require.Contains(t, doc.Text(), "Ocurrió un error inesperado")
 	require.NotContains(t, doc.Text(), "sql: database is closed", "internal errors stay in the log")
+}
+
+func TestDatesAreShownInTheUsersTimeZone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.store.InsertWebhook(t.Context(), b.env.DB, &db.Webhook{NotificationID: "evt-tz", Event: "SALE_APPROVED",
+		Status: "aprobado", Environment: "test", Payload: "{}"})
+	require.NoError(t, err)
+	_, err = b.env.DB.ExecContext(t.Context(), `UPDATE gwa_webhooks SET received_at = '2026-11-20 14:00:00+00'`)
+	require.NoError(t, err)
+	br := b.browser(t)
+	br.login(adminEmail)
+	_, doc := br.get("/app/webhooks/gwa")
+	require.Contains(t, doc.Find("tr[data-id]").Text(), "2026-11-20 14:00:00", "UTC by default")
+
+	br.get("/app/perfil")
+	resp, _ := br.post("/app/perfil", url.Values{"time_zone": {"America/Santiago"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, doc = br.get("/app/webhooks/gwa")
+	require.Contains(t, doc.Find("tr[data-id]").Text(), "2026-11-20 11:00:00", "Santiago is UTC-3 in November")
+
+	resp, doc = br.post("/app/perfil", url.Values{"time_zone": {"Mars/Olympus"}})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.NotEmpty(t, doc.Find(".field-error").Text())
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"sync"
 	"time"
+	// Users' time zones work even where the system has no tz database.
+	_ "time/tzdata"
 )
 
 var zones sync.Map // name → *time.Location
