@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -83,11 +82,7 @@ func (f ListFilter) applyAttempts(q *bun.SelectQuery) *bun.SelectQuery {
 		q = q.Where("a.status = ?", f.Status)
 	}
 	if f.Q != "" {
-		p, upper := prefixPattern(f.Q), prefixPattern(strings.ToUpper(f.Q))
-		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("a.reference LIKE ?", p).WhereOr("a.reference LIKE ?", upper).
-				WhereOr("lower(a.email) LIKE ?", strings.ToLower(p))
-		})
+		q = wherePrefix(q, f.Q, []string{"a.reference"}, "a.email")
 	}
 	return q
 }

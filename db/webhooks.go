@@ -266,14 +266,21 @@ func (f ListFilter) applyWebhooks(q *bun.SelectQuery) *bun.SelectQuery {
 		q = q.Where("status = ?", f.Status)
 	}
 	if f.Q != "" {
-		p, upper := prefixPattern(f.Q), prefixPattern(strings.ToUpper(f.Q))
-		q = q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
-			return q.Where("reference LIKE ?", p).WhereOr("reference LIKE ?", upper).
-				WhereOr("payment_id LIKE ?", p).WhereOr("payment_id LIKE ?", upper).
-				WhereOr("lower(payer_email) LIKE ?", strings.ToLower(p))
-		})
+		q = wherePrefix(q, f.Q, []string{"reference", "payment_id"}, "payer_email")
 	}
 	return q
+}
+
+// wherePrefix keeps rows where text starts one of idCols (as typed, or in
+// capitals: references and ids are usually upper case) or emailCol (any case).
+func wherePrefix(q *bun.SelectQuery, text string, idCols []string, emailCol string) *bun.SelectQuery {
+	p, upper := prefixPattern(text), prefixPattern(strings.ToUpper(text))
+	return q.WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+		for _, col := range idCols {
+			q = q.WhereOr("? LIKE ?", bun.Ident(col), p).WhereOr("? LIKE ?", bun.Ident(col), upper)
+		}
+		return q.WhereOr("lower(?) LIKE ?", bun.Ident(emailCol), strings.ToLower(p))
+	})
 }
 
 // webhookBucket is the id range one row of gwa_webhook_counts covers; it must
