@@ -247,7 +247,7 @@ func devCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout 
 		if cfg.DatabaseURL, err = cluster.EnsureDatabase(ctx, "pasarela"); err != nil {
 			return err
 		}
-		logger.Info("private postgres ready", "dir", ".data/postgres", "reused", !cluster.Started)
+		logger.Info("private postgres ready", "dir", ".data/postgres", "already_running", !cluster.Started)
 	}
 	if cfg.AppSecret == nil {
 		secret, err := keptSecret(filepath.Join(".data", "app_secret"))
