@@ -211,3 +211,24 @@ func login(t *testing.T, ctx context.Context, base string) {
 		chromedp.WaitVisible(css("#dashboard")),
 	))
 }
+
+func TestBrowserPayerPageTurnsPaidWhenTheApprovalArrives(t *testing.T) {
+	b := setupWith(t, options{worker: true})
+	b.configureGWA(t, "test", testSecret)
+	base := serve(t, b)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/gwa/retorno?reference=ORD-1001&email=comprador%40example.com"),
+		chromedp.WaitVisible(css(`#payment-status[data-status="pendiente"]`)),
+	))
+	// The gateway's approval arrives while the payer waits on the page.
+	body := fixture(t, "sale_approved.json")
+	status, _ := b.postWebhook(t, body, "X-Signature", "sha256="+sign(testSecret, body))
+	require.Equal(t, 200, status)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css(`#payment-status[data-status="pagado"]`))))
+	text, err := chromedp.Run(ctx, chromedp.Text(css("#payment-status")))
+	require.NoError(t, err)
+	require.Contains(t, text, "pago confirmado")
+}
