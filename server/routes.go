@@ -56,7 +56,7 @@ func (s *Server) routes(app *fiber.App) {
 	appGroup.Get("/api-tokens/:id", admin, s.showToken)
 	appGroup.Post("/api-tokens/:id/revocar", admin, s.revokeToken)
 
-	modules := app.Group("/modules", requireUser, requireModule(db.ModuleAdmin))
+	modules := app.Group("/modules", requireUser, admin)
 	modules.Get("/", s.listModules)
 	modules.Post("/", s.updateModules)
 
