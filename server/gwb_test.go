@@ -74,6 +74,17 @@ func (b *bundle) configureGWB(t *testing.T, baseURL string) {
 	require.NoError(t, err)
 }
 
+// gwbSetup is an app whose subscription gateway is a fake, and a live API token.
+func gwbSetup(t *testing.T, o options) (*bundle, *fakeGWB, *browser, string) {
+	t.Helper()
+	b := setupWith(t, o)
+	up := newFakeGWB(t)
+	b.configureGWB(t, up.URL)
+	br := b.browser(t)
+	br.login(adminEmail)
+	return b, up, br, b.apiToken(t, br)
+}
+
 func call(t *testing.T, b *bundle, method, path, token, body string, headers ...string) (int, map[string]any, http.Header) {
 	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -97,12 +108,7 @@ func call(t *testing.T, b *bundle, method, path, token, body string, headers ...
 
 func TestAPITokensAreShownOnceStoredHashedAndRevocable(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	up := newFakeGWB(t)
-	b.configureGWB(t, up.URL)
-	br := b.browser(t)
-	br.login(adminEmail)
-	token := b.apiToken(t, br)
+	b, _, br, token := gwbSetup(t, options{})
 
 	_, doc := br.get("/app/api-tokens")
 	require.Empty(t, doc.Find("[data-token]").Nodes, "a second look does not show it")
@@ -131,12 +137,7 @@ func TestAPITokensAreShownOnceStoredHashedAndRevocable(t *testing.T) {
 
 func TestGWBValidatesBeforeCallingUpstream(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	up := newFakeGWB(t)
-	b.configureGWB(t, up.URL)
-	br := b.browser(t)
-	br.login(adminEmail)
-	token := b.apiToken(t, br)
+	b, up, _, token := gwbSetup(t, options{})
 
 	cases := []struct {
 		name, method, path, body string
@@ -174,12 +175,7 @@ func TestGWBValidatesBeforeCallingUpstream(t *testing.T) {
 
 func TestGWBForwardsWithTheActiveAccessKeyAndPassesErrorsBack(t *testing.T) {
 	t.Parallel()
-	b := setupWith(t, options{upstreamTimeout: 300 * time.Millisecond})
-	up := newFakeGWB(t)
-	b.configureGWB(t, up.URL)
-	br := b.browser(t)
-	br.login(adminEmail)
-	token := b.apiToken(t, br)
+	b, up, br, token := gwbSetup(t, options{upstreamTimeout: 300 * time.Millisecond})
 
 	plan := `{"name":"Plan Oro","amount":"9990","currency":"CLP","interval":"month"}`
 	status, body, _ := call(t, b, "POST", "/v1/gwb/subscription/crear-plan", token, plan)
@@ -247,12 +243,7 @@ func TestGWBWithoutConfigurationAnswers503(t *testing.T) {
 
 func TestCrearPagoWithAnIdempotencyKeyCallsUpstreamOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	up := newFakeGWB(t)
-	b.configureGWB(t, up.URL)
-	br := b.browser(t)
-	br.login(adminEmail)
-	token := b.apiToken(t, br)
+	b, up, br, token := gwbSetup(t, options{})
 
 	pay := `{"amount":15990,"currency":"CLP","email":"ana@example.com","plan_id":"plan_1","description":"Suscripción"}`
 	s1, b1, h1 := call(t, b, "POST", "/v1/gwb/payment/crear-pago", token, pay, "Idempotency-Key", "order-1001")
