@@ -143,3 +143,36 @@ func TestTwoWorkersElectOneLeaderAndAPeriodicJobFiresOncePerPeriod(t *testing.T)
 		require.Greater(t, gap, period/2, "two ticks %v apart: the schedule ran twice in one period", gap)
 	}
 }
+
+func TestAWebhookJobThatFailsIsKeptForRetryWithItsError(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	ctx := context.Background()
+	store := &db.Store{}
+	w := &db.Webhook{NotificationID: "evt-fail", Event: "SALE_APPROVED", Status: "aprobado", Reference: "ORD-F",
+		Environment: "test", Payload: "{}"}
+	_, err := store.InsertWebhook(ctx, env.DB, w)
+	require.NoError(t, err)
+	// Processing cannot succeed while the outcomes table is gone.
+	_, err = env.DB.ExecContext(ctx, "ALTER TABLE gwa_reference_outcomes RENAME TO outcomes_away")
+	require.NoError(t, err)
+
+	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: store, Logger: quiet})
+	queue, err := jobs.NewQueue(env.DB, workers, quiet)
+	require.NoError(t, err)
+	require.NoError(t, env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := queue.InsertTx(ctx, tx, jobs.ProcessWebhookArgs{WebhookIDs: []int64{w.ID}}, nil)
+		return err
+	}))
+	startWorker(t, env, "w-retry", workers, nil)
+
+	var state, errs string
+	require.Eventually(t, func() bool {
+		err := env.DB.NewRaw(`SELECT state::text, errors::text FROM river_job WHERE kind = 'gwa_process_webhook'`).Scan(ctx, &state, &errs)
+		return err == nil && state == "retryable"
+	}, 10*time.Second, 50*time.Millisecond, "the failed job should wait for a retry")
+	require.Contains(t, errs, "gwa_reference_outcomes", "the error is kept for /app/jobs")
+	got, err := store.Webhook(ctx, env.DB, w.ID)
+	require.NoError(t, err)
+	require.False(t, got.Processed, "a failed run leaves the notification unprocessed")
+}
