@@ -162,7 +162,7 @@ func workerCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 
 // serveWeb serves HTTP until ctx ends, then lets in-flight requests finish.
 func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *conns) error {
-	deps := jobs.Deps{DB: c.db, Store: &db.Store{}, Logger: logger}
+	deps := jobs.Deps{DB: c.db, Store: &db.Store{}}
 	workers, _ := jobs.Register(deps)
 	queue, err := jobs.NewQueue(c.db, workers, logger)
 	if err != nil {
@@ -197,7 +197,7 @@ func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *co
 // runWorker works jobs until ctx ends, then gives running jobs riverSoftStopTimeout
 // to finish before cancelling them (River hands unfinished ones back for retry).
 func runWorker(ctx context.Context, logger *slog.Logger, c *conns) error {
-	workers, periodic := jobs.Register(jobs.Deps{DB: c.db, Store: &db.Store{}, Logger: logger})
+	workers, periodic := jobs.Register(jobs.Deps{DB: c.db, Store: &db.Store{}})
 	client, err := jobs.NewWorkerClient(c.pool, workers, periodic, logger, jobs.WorkerOptions{})
 	if err != nil {
 		return err

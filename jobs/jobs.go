@@ -27,9 +27,8 @@ import (
 
 // Deps is what the workers may use; each worker keeps only what it needs.
 type Deps struct {
-	DB     *bun.DB
-	Store  *db.Store
-	Logger *slog.Logger
+	DB    *bun.DB
+	Store *db.Store
 }
 
 // Register lists every worker and periodic job of the app, in one place.

@@ -54,7 +54,7 @@ func TestJobInsertedInABunTransactionRunsOnlyIfTheTransactionCommits(t *testing.
 	t.Parallel()
 	env := dbtest.New(t)
 	ctx := context.Background()
-	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}, Logger: quiet})
+	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}})
 	probe := &probeWorker{ran: make(chan string, 10)}
 	river.AddWorker(workers, probe)
 	queue, err := jobs.NewQueue(env.DB, workers, quiet)
@@ -93,7 +93,7 @@ func TestJobInsertedInABunTransactionRunsOnlyIfTheTransactionCommits(t *testing.
 func TestQueueRefusesAKindNoWorkerHandles(t *testing.T) {
 	t.Parallel()
 	env := dbtest.New(t)
-	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}, Logger: quiet})
+	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}})
 	queue, err := jobs.NewQueue(env.DB, workers, quiet)
 	require.NoError(t, err)
 	err = env.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
@@ -157,7 +157,7 @@ func TestAWebhookJobThatFailsIsKeptForRetryWithItsError(t *testing.T) {
 	_, err = env.DB.ExecContext(ctx, "ALTER TABLE gwa_reference_outcomes RENAME TO outcomes_away")
 	require.NoError(t, err)
 
-	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: store, Logger: quiet})
+	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: store})
 	queue, err := jobs.NewQueue(env.DB, workers, quiet)
 	require.NoError(t, err)
 	require.NoError(t, env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {

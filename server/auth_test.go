@@ -43,6 +43,7 @@ func TestSessionCookieIsSecureWhenBaseURLIsHTTPS(t *testing.T) {
 	br.get("/login")
 	resp, _ := br.post("/login", url.Values{"email": {adminEmail}, "password": {testPassword}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.NotEmpty(t, resp.Cookies())
 	for _, c := range resp.Cookies() {
 		require.True(t, c.Secure, "cookie %s must be Secure over https", c.Name)
 	}

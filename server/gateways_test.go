@@ -161,7 +161,7 @@ func TestReprocessingQueuesTheJobAgain(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
-func TestAttemptListFiltersByStatusAndShowsOutcome(t *testing.T) {
+func TestAttemptListFiltersByStatusAndNeedsTheAdminModule(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, ref := range []string{"A-1", "A-2", "A-3"} {

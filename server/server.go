@@ -71,7 +71,6 @@ func New(d Deps) (*fiber.App, error) {
 	engine := html.NewFileSystem(http.FS(views.FS), ".html")
 	engine.AddFunc("asset", assets.URL)
 	engine.AddFunc("localtime", localTime)
-	engine.AddFunc("mask", secretbox.Mask)
 	engine.AddFunc("dict", dict)
 	if err := engine.Load(); err != nil {
 		return nil, fmt.Errorf("parse templates: %w", err)

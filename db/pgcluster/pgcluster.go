@@ -49,7 +49,6 @@ type Cluster struct {
 	Started bool
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	dataDir string
 }
 
 // Start brings the cluster up: initialises it on first use, reuses a server
@@ -88,7 +87,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 
 	if port, ok := runningPort(dataDir); ok {
-		c := &Cluster{AdminURL: adminURL(password, port), dataDir: dataDir}
+		c := &Cluster{AdminURL: adminURL(password, port)}
 		if err := waitReady(ctx, c.AdminURL, nil); err != nil {
 			return nil, fmt.Errorf("pgcluster: server already running from %s does not answer: %w", dataDir, err)
 		}
@@ -280,7 +279,7 @@ func start(ctx context.Context, bin, dir, dataDir, password string, cred *syscal
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("pgcluster: start postgres: %w", err)
 	}
-	c := &Cluster{AdminURL: adminURL(password, port), Started: true, dataDir: dataDir, exited: make(chan struct{})}
+	c := &Cluster{AdminURL: adminURL(password, port), Started: true, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(c.exited) }()
 	if err := waitReady(ctx, c.AdminURL, c.exited); err != nil {
 		_ = cmd.Process.Kill()
