@@ -102,7 +102,7 @@ type conns struct {
 	pool *pgxpool.Pool
 }
 
-func open(ctx context.Context, cfg config.Config, dbConns int, riverConns int32) (*conns, error) {
+func open(ctx context.Context, cfg config.Config, dbConns int, pgxConns int32) (*conns, error) {
 	if err := cfg.RequireDatabase(); err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func open(ctx context.Context, cfg config.Config, dbConns int, riverConns int32)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := db.OpenPool(ctx, cfg.DatabaseURL, riverConns)
+	pool, err := db.OpenPool(ctx, cfg.DatabaseURL, pgxConns)
 	if err != nil {
 		bdb.Close()
 		return nil, err
@@ -140,7 +140,7 @@ func webCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	if err := cfg.RequireSecret(); err != nil {
 		return err
 	}
-	c, err := open(ctx, cfg, 20, 4)
+	c, err := open(ctx, cfg, 20, 8)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func workerCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *conns) error {
 	deps := jobs.Deps{DB: c.db, Store: &db.Store{}}
 	workers, _ := jobs.Register(deps)
-	queue, err := jobs.NewQueue(c.db, workers, logger)
+	queue, err := jobs.NewQueue(c.db, c.pool, workers, logger)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *co
 		return err
 	}
 	app, err := server.New(server.Deps{
-		Config: cfg, DB: c.db, Store: deps.Store, Queue: queue, JobsUI: jobsUI, Logger: logger,
+		Config: cfg, DB: c.db, Pool: c.pool, Store: deps.Store, Queue: queue, JobsUI: jobsUI, Logger: logger,
 	})
 	if err != nil {
 		return err

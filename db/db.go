@@ -45,7 +45,8 @@ func Open(ctx context.Context, dsn string, maxConns int) (*bun.DB, error) {
 	return bdb, nil
 }
 
-// OpenPool opens the pgx pool River works on (see README: why two drivers).
+// OpenPool opens the pgx pool River and the webhook receiver work on (see
+// README: why two drivers).
 func OpenPool(ctx context.Context, dsn string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {

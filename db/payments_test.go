@@ -27,7 +27,7 @@ func webhook(id, event, reference string, at time.Time) *db.Webhook {
 func deliver(t *testing.T, env *dbtest.Env, w *db.Webhook) {
 	t.Helper()
 	s := &db.Store{}
-	dup, err := s.InsertWebhook(context.Background(), env.DB, w)
+	dup, err := s.InsertWebhook(context.Background(), env.Pool, w)
 	require.NoError(t, err)
 	require.False(t, dup)
 	require.NoError(t, s.ProcessWebhook(context.Background(), env.DB, w.ID))
@@ -142,7 +142,7 @@ func TestConcurrentCopiesOfOneNotificationStoreOneRow(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			w := webhook("evt-same", "SALE_APPROVED", "ORD-6", time.Now())
-			d, err := (&db.Store{}).InsertWebhook(context.Background(), env.DB, w)
+			d, err := (&db.Store{}).InsertWebhook(context.Background(), env.Pool, w)
 			require.NoError(t, err)
 			ids[i], dups[i] = w.ID, d
 		}()
@@ -170,7 +170,7 @@ func TestWebhookListFiltersPagesAndCounts(t *testing.T) {
 		event := []string{"SALE_APPROVED", "SALE_REJECTED", "MYSTERY"}[i%3]
 		w := webhook(fmt.Sprintf("evt-%03d", i), event, fmt.Sprintf("REF-%03d", i), time.Now())
 		w.PayerEmail = fmt.Sprintf("payer%d@example.com", i%7)
-		_, err := s.InsertWebhook(ctx, env.DB, w)
+		_, err := s.InsertWebhook(ctx, env.Pool, w)
 		require.NoError(t, err)
 	}
 	rows, total, err := s.Webhooks(ctx, env.DB, db.ListFilter{}, 1)
@@ -267,7 +267,7 @@ func TestWebhookPagesAcrossIDBucketsMatchAPlainOffsetQuery(t *testing.T) {
 			ws[i] = webhook(fmt.Sprintf("evt-%d", n), event, fmt.Sprintf("R-%d", n), time.Now())
 			n++
 		}
-		_, err = s.InsertWebhooks(ctx, env.DB, ws)
+		_, err = s.InsertWebhooks(ctx, env.Pool, ws)
 		require.NoError(t, err)
 	}
 	for _, f := range []db.ListFilter{{}, {Status: "rechazado"}, {Event: "CHARGEBACK", Status: "contracargo"}} {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 )
 
@@ -81,24 +82,53 @@ type WebhookRejection struct {
 	ReceivedAt time.Time `bun:"received_at,nullzero,default:now()"`
 }
 
+// PgxQuerier runs a pgx query: a pool, a connection or a transaction.
+type PgxQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// insertWebhooksSQL takes one array per column, so every batch size runs the
+// same statement: pgx prepares it once per connection and PostgreSQL reuses
+// its plan.
+const insertWebhooksSQL = `
+INSERT INTO gwa_webhooks (notification_id, event, status, payment_id, reference, payer_email, amount,
+    currency, gateway_status, event_created_at, environment, verified, ip, payload)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::numeric[],
+    $8::text[], $9::text[], $10::timestamptz[], $11::text[], $12::boolean[], $13::text[], $14::text[])
+ON CONFLICT (notification_id) DO NOTHING
+RETURNING id, notification_id`
+
 // InsertWebhooks stores a batch of notifications in one statement, skipping
 // those whose notification id is already stored (or repeated earlier in the
 // batch). It sets each one's local id and reports which were duplicates. The
 // unique index makes this hold however many copies arrive at once.
-func (s *Store) InsertWebhooks(ctx context.Context, idb bun.IDB, ws []*Webhook) (duplicate []bool, err error) {
-	var inserted []struct {
-		ID             int64  `bun:"id"`
-		NotificationID string `bun:"notification_id"`
+//
+// It runs on pgx, unlike the rest of the Store: the webhook receiver commits
+// its rows and their River job in one pgx transaction, where River's insert is
+// a prepared statement (on pgdriver PostgreSQL plans it again for every batch;
+// see the README's performance table).
+func (s *Store) InsertWebhooks(ctx context.Context, q PgxQuerier, ws []*Webhook) (duplicate []bool, err error) {
+	n := len(ws)
+	notificationID, event, status, paymentID := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	reference, payerEmail, amount, currency := make([]string, n), make([]string, n), make([]*string, n), make([]string, n)
+	gatewayStatus, eventCreatedAt, environment := make([]string, n), make([]*time.Time, n), make([]string, n)
+	verified, ip, payload := make([]bool, n), make([]string, n), make([]string, n)
+	for i, w := range ws {
+		notificationID[i], event[i], status[i], paymentID[i] = w.NotificationID, w.Event, w.Status, w.PaymentID
+		reference[i], payerEmail[i], amount[i], currency[i] = w.Reference, w.PayerEmail, w.Amount, w.Currency
+		gatewayStatus[i], eventCreatedAt[i], environment[i] = w.GatewayStatus, w.EventCreatedAt, w.Environment
+		verified[i], ip[i], payload[i] = w.Verified, w.IP, w.Payload
 	}
-	if _, err := idb.NewInsert().Model(&ws).On("CONFLICT (notification_id) DO NOTHING").
-		Returning("id, notification_id").Exec(ctx, &inserted); err != nil {
-		return nil, fmt.Errorf("insert %d webhooks: %w", len(ws), err)
+	rows, err := q.Query(ctx, insertWebhooksSQL, notificationID, event, status, paymentID, reference, payerEmail,
+		amount, currency, gatewayStatus, eventCreatedAt, environment, verified, ip, payload)
+	if err != nil {
+		return nil, fmt.Errorf("insert %d webhooks: %w", n, err)
 	}
-	fresh := make(map[string]int64, len(inserted))
-	for _, r := range inserted {
-		fresh[r.NotificationID] = r.ID
+	fresh, err := scanIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("insert %d webhooks: %w", n, err)
 	}
-	duplicate = make([]bool, len(ws))
+	duplicate = make([]bool, n)
 	var lookup []string
 	for i, w := range ws {
 		if id, ok := fresh[w.NotificationID]; ok {
@@ -112,29 +142,37 @@ func (s *Store) InsertWebhooks(ctx context.Context, idb bun.IDB, ws []*Webhook) 
 	if len(lookup) == 0 {
 		return duplicate, nil
 	}
-	var existing []struct {
-		ID             int64  `bun:"id"`
-		NotificationID string `bun:"notification_id"`
-	}
-	if err := idb.NewSelect().Model((*Webhook)(nil)).Column("id", "notification_id").
-		Where("notification_id IN (?)", bun.In(lookup)).Scan(ctx, &existing); err != nil {
+	rows, err = q.Query(ctx, `SELECT id, notification_id FROM gwa_webhooks WHERE notification_id = ANY($1)`, lookup)
+	if err != nil {
 		return nil, fmt.Errorf("look up duplicate webhooks: %w", err)
 	}
-	ids := make(map[string]int64, len(existing))
-	for _, r := range existing {
-		ids[r.NotificationID] = r.ID
+	existing, err := scanIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("look up duplicate webhooks: %w", err)
 	}
 	for i, w := range ws {
 		if duplicate[i] {
-			w.ID = ids[w.NotificationID]
+			w.ID = existing[w.NotificationID]
 		}
 	}
 	return duplicate, nil
 }
 
+// scanIDs reads (id, notification_id) rows into a map by notification id.
+func scanIDs(rows pgx.Rows) (map[string]int64, error) {
+	ids := make(map[string]int64)
+	var id int64
+	var notificationID string
+	_, err := pgx.ForEachRow(rows, []any{&id, &notificationID}, func() error {
+		ids[notificationID] = id
+		return nil
+	})
+	return ids, err
+}
+
 // InsertWebhook is InsertWebhooks for one notification.
-func (s *Store) InsertWebhook(ctx context.Context, idb bun.IDB, w *Webhook) (duplicate bool, err error) {
-	dups, err := s.InsertWebhooks(ctx, idb, []*Webhook{w})
+func (s *Store) InsertWebhook(ctx context.Context, q PgxQuerier, w *Webhook) (duplicate bool, err error) {
+	dups, err := s.InsertWebhooks(ctx, q, []*Webhook{w})
 	if err != nil {
 		return false, err
 	}

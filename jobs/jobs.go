@@ -5,7 +5,8 @@
 // its own pool: leader election, LISTEN/NOTIFY and periodic jobs need it, and
 // River's elector does not work on bun's pgdriver (see README). The Queue is an
 // insert-only client on database/sql over bun's own connections, so that a job
-// is inserted inside the same bun transaction as the row it belongs to.
+// is inserted inside the same bun transaction as the row it belongs to (and,
+// for the webhook receiver alone, an insert-only client on pgx: see InsertPgxTx).
 package jobs
 
 import (
@@ -76,27 +77,45 @@ func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*riv
 	return client, nil
 }
 
-// Queue enqueues jobs in the app's bun transactions.
+// Queue enqueues jobs inside the transaction of the row they belong to, so a
+// job exists if and only if that transaction commits.
 type Queue struct {
-	client *river.Client[*sql.Tx]
+	bun *river.Client[*sql.Tx]
+	pgx *river.Client[pgx.Tx]
 }
 
-// NewQueue returns a Queue on bun's connections. workers is used only to
-// refuse a kind that no worker handles.
-func NewQueue(bdb *bun.DB, workers *river.Workers, logger *slog.Logger) (*Queue, error) {
-	client, err := river.NewClient(riverdatabasesql.New(bdb.DB), &river.Config{
-		Logger:  logger.With("component", "river"),
-		Workers: workers,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("river queue client: %w", err)
+// NewQueue returns a Queue for bun's transactions and pgx's. workers is used
+// only to refuse a kind that no worker handles.
+func NewQueue(bdb *bun.DB, pool *pgxpool.Pool, workers *river.Workers, logger *slog.Logger) (*Queue, error) {
+	cfg := func() *river.Config {
+		return &river.Config{Logger: logger.With("component", "river"), Workers: workers}
 	}
-	return &Queue{client: client}, nil
+	onBun, err := river.NewClient(riverdatabasesql.New(bdb.DB), cfg())
+	if err != nil {
+		return nil, fmt.Errorf("river queue client (bun): %w", err)
+	}
+	onPgx, err := river.NewClient(riverpgxv5.New(pool), cfg())
+	if err != nil {
+		return nil, fmt.Errorf("river queue client (pgx): %w", err)
+	}
+	return &Queue{bun: onBun, pgx: onPgx}, nil
 }
 
-// InsertTx enqueues args inside tx: the job exists if and only if tx commits.
+// InsertTx enqueues args inside a bun transaction: how the app enqueues.
 func (q *Queue) InsertTx(ctx context.Context, tx bun.Tx, args river.JobArgs, opts *river.InsertOpts) (int64, error) {
-	res, err := q.client.InsertTx(ctx, tx.Tx, args, opts)
+	res, err := q.bun.InsertTx(ctx, tx.Tx, args, opts)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s: %w", args.Kind(), err)
+	}
+	return res.Job.ID, nil
+}
+
+// InsertPgxTx enqueues args inside a pgx transaction. Only the webhook
+// receiver's hot path uses it: there River's insert is a prepared statement,
+// while on database/sql over pgdriver PostgreSQL parses and plans it anew each
+// time (most of the cost of a small batch).
+func (q *Queue) InsertPgxTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (int64, error) {
+	res, err := q.pgx.InsertTx(ctx, tx, args, opts)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s: %w", args.Kind(), err)
 	}

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sort"
@@ -50,51 +51,71 @@ func startWorker(t *testing.T, env *dbtest.Env, id string, workers *river.Worker
 	return client
 }
 
-func TestJobInsertedInABunTransactionRunsOnlyIfTheTransactionCommits(t *testing.T) {
+func TestJobInsertedInATransactionRunsOnlyIfTheTransactionCommits(t *testing.T) {
 	t.Parallel()
-	env := dbtest.New(t)
-	ctx := context.Background()
-	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}})
-	probe := &probeWorker{ran: make(chan string, 10)}
-	river.AddWorker(workers, probe)
-	queue, err := jobs.NewQueue(env.DB, workers, quiet)
-	require.NoError(t, err)
-
-	rolledBack := env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := queue.InsertTx(ctx, tx, probeArgs{Label: "rolled back"}, nil); err != nil {
-			return err
-		}
-		return context.Canceled // any error rolls the transaction back
-	})
-	require.ErrorIs(t, rolledBack, context.Canceled)
-	err = env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		_, err := queue.InsertTx(ctx, tx, probeArgs{Label: "committed"}, nil)
-		return err
-	})
-	require.NoError(t, err)
-
-	startWorker(t, env, "w1", workers, nil)
-	select {
-	case label := <-probe.ran:
-		require.Equal(t, "committed", label)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the committed job did not run within 10 s")
+	// errRollBack makes a transaction roll back.
+	errRollBack := errors.New("roll back")
+	// Both ways the app enqueues: in a bun transaction (everywhere) and in a
+	// pgx one (the webhook receiver).
+	enqueuers := []struct {
+		name    string
+		enqueue func(ctx context.Context, env *dbtest.Env, q *jobs.Queue, label string, commit bool) error
+	}{
+		{"bun", func(ctx context.Context, env *dbtest.Env, q *jobs.Queue, label string, commit bool) error {
+			return env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				if _, err := q.InsertTx(ctx, tx, probeArgs{Label: label}, nil); err != nil || commit {
+					return err
+				}
+				return errRollBack
+			})
+		}},
+		{"pgx", func(ctx context.Context, env *dbtest.Env, q *jobs.Queue, label string, commit bool) error {
+			return pgx.BeginFunc(ctx, env.Pool, func(tx pgx.Tx) error {
+				if _, err := q.InsertPgxTx(ctx, tx, probeArgs{Label: label}, nil); err != nil || commit {
+					return err
+				}
+				return errRollBack
+			})
+		}},
 	}
-	select {
-	case label := <-probe.ran:
-		t.Fatalf("a second job ran: %q", label)
-	case <-time.After(500 * time.Millisecond):
+	for _, tc := range enqueuers {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := dbtest.New(t)
+			ctx := context.Background()
+			workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}})
+			probe := &probeWorker{ran: make(chan string, 10)}
+			river.AddWorker(workers, probe)
+			queue, err := jobs.NewQueue(env.DB, env.Pool, workers, quiet)
+			require.NoError(t, err)
+
+			require.ErrorIs(t, tc.enqueue(ctx, env, queue, "rolled back", false), errRollBack)
+			require.NoError(t, tc.enqueue(ctx, env, queue, "committed", true))
+
+			startWorker(t, env, "w1", workers, nil)
+			select {
+			case label := <-probe.ran:
+				require.Equal(t, "committed", label)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the committed job did not run within 10 s")
+			}
+			select {
+			case label := <-probe.ran:
+				t.Fatalf("a second job ran: %q", label)
+			case <-time.After(500 * time.Millisecond):
+			}
+			var n int
+			require.NoError(t, env.DB.NewSelect().TableExpr("river_job").ColumnExpr("count(*)").Where("kind = 'test_probe'").Scan(ctx, &n))
+			require.Equal(t, 1, n, "the rolled-back job must leave no row")
+		})
 	}
-	var n int
-	require.NoError(t, env.DB.NewSelect().TableExpr("river_job").ColumnExpr("count(*)").Where("kind = 'test_probe'").Scan(ctx, &n))
-	require.Equal(t, 1, n, "the rolled-back job must leave no row")
 }
 
 func TestQueueRefusesAKindNoWorkerHandles(t *testing.T) {
 	t.Parallel()
 	env := dbtest.New(t)
 	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}})
-	queue, err := jobs.NewQueue(env.DB, workers, quiet)
+	queue, err := jobs.NewQueue(env.DB, env.Pool, workers, quiet)
 	require.NoError(t, err)
 	err = env.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
 		_, err := queue.InsertTx(ctx, tx, probeArgs{}, nil)
@@ -151,14 +172,14 @@ func TestAWebhookJobThatFailsIsKeptForRetryWithItsError(t *testing.T) {
 	store := &db.Store{}
 	w := &db.Webhook{NotificationID: "evt-fail", Event: "SALE_APPROVED", Status: "aprobado", Reference: "ORD-F",
 		Environment: "test", Payload: "{}"}
-	_, err := store.InsertWebhook(ctx, env.DB, w)
+	_, err := store.InsertWebhook(ctx, env.Pool, w)
 	require.NoError(t, err)
 	// Processing cannot succeed while the outcomes table is gone.
 	_, err = env.DB.ExecContext(ctx, "ALTER TABLE gwa_reference_outcomes RENAME TO outcomes_away")
 	require.NoError(t, err)
 
 	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: store})
-	queue, err := jobs.NewQueue(env.DB, workers, quiet)
+	queue, err := jobs.NewQueue(env.DB, env.Pool, workers, quiet)
 	require.NoError(t, err)
 	require.NoError(t, env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		_, err := queue.InsertTx(ctx, tx, jobs.ProcessWebhookArgs{WebhookIDs: []int64{w.ID}}, nil)

@@ -123,7 +123,7 @@ func TestBrowserWebhookPagingHistoryDetailAndSettings(t *testing.T) {
 	b := setup(t)
 	ctx0 := context.Background()
 	for i := 0; i < 120; i++ {
-		_, err := b.store.InsertWebhook(ctx0, b.env.DB, &db.Webhook{NotificationID: fmt.Sprintf("evt-%03d", i), Event: "SALE_APPROVED",
+		_, err := b.store.InsertWebhook(ctx0, b.env.Pool, &db.Webhook{NotificationID: fmt.Sprintf("evt-%03d", i), Event: "SALE_APPROVED",
 			Status: "aprobado", Reference: fmt.Sprintf("ORD-%03d", i), Environment: "test", Payload: fmt.Sprintf(`{"id":"evt-%03d"}`, i)})
 		require.NoError(t, err)
 	}

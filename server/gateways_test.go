@@ -94,7 +94,7 @@ func TestWebhookListPagesFiltersAndEscapes(t *testing.T) {
 		if i == 7 {
 			ref = `<script>alert("x")</script>`
 		}
-		_, err := b.store.InsertWebhook(ctx, b.env.DB, &db.Webhook{NotificationID: fmt.Sprintf("evt-%03d", i), Event: event,
+		_, err := b.store.InsertWebhook(ctx, b.env.Pool, &db.Webhook{NotificationID: fmt.Sprintf("evt-%03d", i), Event: event,
 			Status: db.StatusForEvent(event), Reference: ref, Environment: "test", Payload: fmt.Sprintf(`{"id":"evt-%03d","ref":%q}`, i, ref)})
 		require.NoError(t, err)
 	}

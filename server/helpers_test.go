@@ -73,13 +73,13 @@ func setupWith(t testing.TB, o options) *bundle {
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: store})
-	queue, err := jobs.NewQueue(env.DB, workers, logger)
+	queue, err := jobs.NewQueue(env.DB, env.Pool, workers, logger)
 	require.NoError(t, err)
 	uiCtx, stopUI := context.WithCancel(context.Background())
 	t.Cleanup(stopUI)
 	ui, err := jobs.NewUI(uiCtx, env.Pool, workers, logger)
 	require.NoError(t, err)
-	app, err := server.New(server.Deps{Config: cfg, DB: env.DB, Store: store, Queue: queue, JobsUI: ui, Logger: logger,
+	app, err := server.New(server.Deps{Config: cfg, DB: env.DB, Pool: env.Pool, Store: store, Queue: queue, JobsUI: ui, Logger: logger,
 		UpstreamTimeout: o.upstreamTimeout})
 	require.NoError(t, err)
 	if o.worker {

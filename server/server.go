@@ -10,6 +10,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/template/html/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
 
 	"pasarela/config"
@@ -24,8 +25,10 @@ import (
 type Deps struct {
 	Config config.Config
 	DB     *bun.DB
-	Store  *db.Store
-	Queue  *jobs.Queue
+	// Pool is pgx's pool, for the webhook receiver's transactions (see ingest.go).
+	Pool  *pgxpool.Pool
+	Store *db.Store
+	Queue *jobs.Queue
 	// JobsUI is River's web UI, mounted at /app/jobs; nil leaves it out.
 	JobsUI http.Handler
 	Logger *slog.Logger
@@ -87,7 +90,7 @@ func New(d Deps) (*fiber.App, error) {
 		WriteTimeout: 60 * time.Second,
 		IdleTimeout:  120 * time.Second,
 	})
-	s.ingest = newIngester(d.DB, d.Store, d.Queue, d.Logger)
+	s.ingest = newIngester(d.Pool, d.Store, d.Queue, d.Logger)
 	app.Hooks().OnShutdown(func() error { s.ingest.close(); return nil })
 	s.routes(app)
 	return app, nil

@@ -114,7 +114,7 @@ func TestADatabaseFailureShowsAGeneric500WithoutInternals(t *testing.T) {
 func TestDatesAreShownInTheUsersTimeZone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.store.InsertWebhook(t.Context(), b.env.DB, &db.Webhook{NotificationID: "evt-tz", Event: "SALE_APPROVED",
+	_, err := b.store.InsertWebhook(t.Context(), b.env.Pool, &db.Webhook{NotificationID: "evt-tz", Event: "SALE_APPROVED",
 		Status: "aprobado", Environment: "test", Payload: "{}"})
 	require.NoError(t, err)
 	_, err = b.env.DB.ExecContext(t.Context(), `UPDATE gwa_webhooks SET received_at = '2026-11-20 14:00:00+00'`)

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"mime"
-	"strconv"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -147,6 +147,11 @@ func (s *Server) receiveGWAWebhook(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"id": w.ID, "duplicate": duplicate})
 }
 
+// decimalAmount is a plain decimal number: what PostgreSQL's numeric reads and
+// an amount can be. (strconv.ParseFloat also takes hex, NaN, Inf and digit
+// separators, which numeric refuses.)
+var decimalAmount = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?$`)
+
 // parseAmount accepts a JSON number or a numeric string; anything else is kept
 // only in the raw payload.
 func parseAmount(raw json.RawMessage) *string {
@@ -160,10 +165,10 @@ func parseAmount(raw json.RawMessage) *string {
 			return nil
 		}
 	}
-	if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil || len(v) > 40 {
+	v = strings.TrimSpace(v)
+	if len(v) > 40 || !decimalAmount.MatchString(v) {
 		return nil
 	}
-	v = strings.TrimSpace(v)
 	return &v
 }
 

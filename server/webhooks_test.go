@@ -227,6 +227,40 @@ func TestBadDeliveriesGetClearErrorsAndAreCounted(t *testing.T) {
 	require.Contains(t, doc.Find("#rejections").Text(), "JSON inválido")
 }
 
+func TestAnAmountPostgreSQLCannotStoreIsKeptOnlyInThePayload(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.configureGWA(t, "test", testSecret)
+	cases := []struct {
+		amount string // as it appears in the JSON
+		stored string // "" when no amount is stored
+	}{
+		{`"1500.50"`, "1500.50"},
+		{`-3`, "-3"},
+		{`"1e3"`, "1000"},
+		{`"0x1p-2"`, ""}, // a Go float, not a number to PostgreSQL
+		{`"NaN"`, ""},
+		{`"Infinity"`, ""},
+		{`"1_000"`, ""},
+		{`"12 CLP"`, ""},
+		{`{"value": 5}`, ""},
+	}
+	for i, tc := range cases {
+		body := []byte(fmt.Sprintf(`{"id":"evt-amount-%d","event":"SALE_APPROVED","data":{"reference":"ORD-A%d","amount":%s}}`, i, i, tc.amount))
+		status, reply := b.postWebhook(t, body, "X-Signature", sign(testSecret, body))
+		require.Equal(t, 200, status, "amount %s", tc.amount)
+		w, err := b.store.Webhook(context.Background(), b.env.DB, reply.ID)
+		require.NoError(t, err)
+		if tc.stored == "" {
+			require.Nil(t, w.Amount, "amount %s", tc.amount)
+		} else {
+			require.NotNil(t, w.Amount, "amount %s", tc.amount)
+			require.Equal(t, tc.stored, *w.Amount, "amount %s", tc.amount)
+		}
+		require.Equal(t, string(body), w.Payload)
+	}
+}
+
 func TestPaymentFlowsWithARealWorker(t *testing.T) {
 	t.Parallel()
 	b := setupWith(t, options{worker: true})
