@@ -23,9 +23,10 @@ test: deps-postgres deps-chromium vet
 	@PASARELA_TEST_PGDIR=$(TEST_PGDIR) $(GO) test -count=1 ./...; rc=$$?; \
 	  $(MAKE) --no-print-directory stop-test-db; exit $$rc
 
-# Each benchmark runs a fixed workload once and reports its figures as metrics.
+# Each benchmark runs a fixed workload once and reports its figures as metrics. -p 1: no
+# other package is built or run while a benchmark measures.
 bench: deps-postgres
-	@PASARELA_TEST_PGDIR=$(TEST_PGDIR) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./...; rc=$$?; \
+	@PASARELA_TEST_PGDIR=$(TEST_PGDIR) $(GO) test -p 1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./...; rc=$$?; \
 	  $(MAKE) --no-print-directory stop-test-db; exit $$rc
 
 vet:

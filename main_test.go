@@ -147,8 +147,22 @@ func TestTwoWorkersAndAWebShareOneDatabase(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 
-	// The periodic purge runs on start on the leader only: one job, worked.
+	// A webhook stored by the web process (test environment, no secret yet:
+	// accepted unverified) is processed by a worker.
+	resp, err = http.Post(baseURL+"/webhooks/gwa", "application/json",
+		strings.NewReader(`{"id":"evt-process-1","event":"SALE_APPROVED","data":{"reference":"ORD-P1"}}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		var processed bool
+		err := env.DB.NewSelect().TableExpr("gwa_webhooks").Column("processed").
+			Where("notification_id = 'evt-process-1'").Scan(ctx, &processed)
+		return err == nil && processed
+	}, 20*time.Second, 100*time.Millisecond, "a worker should process the stored webhook")
+
+	// The periodic purge runs on start on the leader only: one job, worked.
 	require.Eventually(t, func() bool {
 		var n int
 		err := env.DB.NewSelect().TableExpr("river_job").ColumnExpr("count(*)").
