@@ -306,7 +306,7 @@ func (s *Server) callGWB(ctx context.Context, method, path string, body []byte) 
 			call.Error = "tiempo de espera agotado"
 			upstreamErr = fiber.NewError(fiber.StatusGatewayTimeout, "La pasarela de suscripciones no respondió a tiempo.")
 		} else {
-			call.Error = "sin conexión: " + truncate(redactURL(err.Error(), base), 200)
+			call.Error = "sin conexión: " + cleanText(redactURL(err.Error(), base), 200)
 			upstreamErr = fiber.NewError(fiber.StatusBadGateway, "No se pudo conectar con la pasarela de suscripciones.")
 		}
 		call.Status = 0

@@ -29,7 +29,7 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		if len(params) >= maxReturnParams {
 			return
 		}
-		key, val := truncate(string(k), 100), truncate(string(v), maxReturnParamBytes)
+		key, val := cleanText(string(k), 100), cleanText(string(v), maxReturnParamBytes)
 		switch prev := params[key].(type) {
 		case nil:
 			params[key] = val
@@ -57,11 +57,11 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		return err
 	}
 	a := &db.Attempt{
-		Reference:   truncate(first("reference"), 200),
-		PaymentLink: truncate(first("payment_link"), 1000),
-		Email:       truncate(first("email"), 320),
+		Reference:   cleanText(first("reference"), 200),
+		PaymentLink: cleanText(first("payment_link"), 1000),
+		Email:       cleanText(first("email"), 320),
 		IP:          s.clientIP(c).String(),
-		UserAgent:   truncate(c.Get(fiber.HeaderUserAgent), 300),
+		UserAgent:   cleanText(c.Get(fiber.HeaderUserAgent), 300),
 		Params:      raw,
 	}
 	if err := s.store.RecordAttempt(c.UserContext(), s.db, a); err != nil {

@@ -91,7 +91,7 @@ func (s *Server) startSession(c *fiber.Ctx, u *db.User) error {
 	token := base64.RawURLEncoding.EncodeToString(b)
 	sess := &db.Session{
 		TokenHash: hashToken(token), UserID: u.ID,
-		IP: s.clientIP(c).String(), UserAgent: truncate(c.Get(fiber.HeaderUserAgent), 300),
+		IP: s.clientIP(c).String(), UserAgent: cleanText(c.Get(fiber.HeaderUserAgent), 300),
 	}
 	if err := s.store.CreateSession(c.UserContext(), s.db, sess); err != nil {
 		return err
@@ -120,11 +120,4 @@ func safeNext(next string) string {
 		return "/app"
 	}
 	return next
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

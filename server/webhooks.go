@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -118,19 +119,20 @@ func (s *Server) receiveGWAWebhook(c *fiber.Ctx) error {
 	}
 
 	var n gwaNotification
-	if err := json.Unmarshal(body, &n); err != nil || strings.TrimSpace(n.Event) == "" || strings.TrimSpace(n.ID) == "" {
+	// JSON is UTF-8 (RFC 8259); the raw body is stored as text, which must be too.
+	if !utf8.Valid(body) || json.Unmarshal(body, &n) != nil || strings.TrimSpace(n.Event) == "" || strings.TrimSpace(n.ID) == "" {
 		return reject(fiber.StatusBadRequest, rejectBadJSON)
 	}
 	w := &db.Webhook{
-		NotificationID: truncate(n.ID, 200),
-		Event:          truncate(n.Event, 100),
+		NotificationID: cleanText(n.ID, 200),
+		Event:          cleanText(n.Event, 100),
 		Status:         db.StatusForEvent(n.Event),
-		PaymentID:      truncate(n.Data.PaymentID, 200),
-		Reference:      truncate(n.Data.Reference, 200),
-		PayerEmail:     truncate(n.Data.Payer.Email, 320),
+		PaymentID:      cleanText(n.Data.PaymentID, 200),
+		Reference:      cleanText(n.Data.Reference, 200),
+		PayerEmail:     cleanText(n.Data.Payer.Email, 320),
 		Amount:         parseAmount(n.Data.Amount),
-		Currency:       truncate(n.Data.Currency, 10),
-		GatewayStatus:  truncate(n.Data.Status, 50),
+		Currency:       cleanText(n.Data.Currency, 10),
+		GatewayStatus:  cleanText(n.Data.Status, 50),
 		Environment:    env,
 		Verified:       verified,
 		IP:             ip,
@@ -185,7 +187,7 @@ func reasonMessage(reason string) string {
 	case rejectNoSecret:
 		return "La pasarela está en producción sin clave secreta: se rechaza toda notificación."
 	case rejectBadJSON:
-		return "El cuerpo no es JSON válido o le falta id o event."
+		return "El cuerpo no es JSON válido en UTF-8 o le falta id o event."
 	}
 	return reason
 }

@@ -261,6 +261,37 @@ func TestAnAmountPostgreSQLCannotStoreIsKeptOnlyInThePayload(t *testing.T) {
 	}
 }
 
+func TestOddBytesInADeliveryAreStoredOrRefusedNever500(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.configureGWA(t, "test", testSecret)
+	post := func(body []byte) (int, webhookReply) {
+		return b.postWebhook(t, body, "X-Signature", sign(testSecret, body))
+	}
+
+	// A NUL escape is valid JSON: the field is stored without it, the payload as sent.
+	nul := []byte(`{"id":"evt-nul","event":"SALE_APPROVED","data":{"reference":"A\u0000B"}}`)
+	status, reply := post(nul)
+	require.Equal(t, 200, status)
+	w, err := b.store.Webhook(context.Background(), b.env.DB, reply.ID)
+	require.NoError(t, err)
+	require.Equal(t, "AB", w.Reference)
+	require.Equal(t, string(nul), w.Payload)
+
+	// A reference longer than kept is cut on a character boundary.
+	long := []byte(`{"id":"evt-long","event":"SALE_APPROVED","data":{"reference":"` + strings.Repeat("a", 199) + `é"}}`)
+	status, reply = post(long)
+	require.Equal(t, 200, status)
+	w, err = b.store.Webhook(context.Background(), b.env.DB, reply.ID)
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("a", 199), w.Reference)
+
+	// Bytes that are not UTF-8 are not JSON.
+	status, reply = post([]byte("{\"id\":\"evt-utf\",\"event\":\"SALE_APPROVED\",\"data\":{\"reference\":\"A\xffB\"}}"))
+	require.Equal(t, 400, status)
+	require.Contains(t, reply.Error, "UTF-8")
+}
+
 func TestPaymentFlowsWithARealWorker(t *testing.T) {
 	t.Parallel()
 	b := setupWith(t, options{worker: true})
@@ -357,4 +388,16 @@ func TestReturnVisitRecordsEverythingAndExplainsAMissingReference(t *testing.T) 
 	resp, err = b.app.Test(httptest.NewRequest(http.MethodGet, "/gwa/retorno/estado", nil), -1)
 	require.NoError(t, err)
 	require.Equal(t, 422, resp.StatusCode)
+
+	// NUL and bytes that are not UTF-8, in parameters and headers, are still recorded.
+	req = httptest.NewRequest(http.MethodGet, "/gwa/retorno?reference=ODD-%00%FF&x%00=%00", nil)
+	req.Header.Set("User-Agent", "Odd\xff")
+	resp, err = b.app.Test(req, -1)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode)
+	var odd db.Attempt
+	require.NoError(t, b.env.DB.NewSelect().Model(&odd).Where("reference LIKE 'ODD-%'").Scan(context.Background()))
+	require.Equal(t, "ODD-\uFFFD", odd.Reference)
+	require.Equal(t, "Odd\uFFFD", odd.UserAgent)
+	require.NotContains(t, string(odd.Params), `\u0000`)
 }
