@@ -39,12 +39,9 @@ const usage = `usage: pasarela <command>
   user create --email E --password P --role R
                                 create a user, or reset its password and role`
 
-// Shutdown budgets: in-flight requests, then running jobs, each bounded.
-const (
-	httpShutdownTimeout  = 20 * time.Second
-	riverSoftStopTimeout = 30 * time.Second
-	riverHardStopTimeout = 10 * time.Second
-)
+// httpShutdownTimeout bounds how long in-flight requests may finish after a
+// signal (running jobs have their own budget, see jobs.Run).
+const httpShutdownTimeout = 20 * time.Second
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
@@ -162,7 +159,7 @@ func workerCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 
 // serveWeb serves HTTP until ctx ends, then lets in-flight requests finish.
 func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *conns) error {
-	deps := jobs.Deps{DB: c.db, Store: &db.Store{}}
+	deps := jobs.Deps{DB: c.db, Pool: c.pool, Store: &db.Store{}}
 	workers, _ := jobs.Register(deps)
 	queue, err := jobs.NewQueue(c.db, c.pool, workers, logger)
 	if err != nil {
@@ -194,32 +191,14 @@ func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *co
 	return nil
 }
 
-// runWorker works jobs until ctx ends, then gives running jobs riverSoftStopTimeout
-// to finish before cancelling them (River hands unfinished ones back for retry).
+// runWorker works jobs until ctx ends, then stops them gracefully (jobs.Run).
 func runWorker(ctx context.Context, logger *slog.Logger, c *conns) error {
-	workers, periodic := jobs.Register(jobs.Deps{DB: c.db, Store: &db.Store{}})
+	workers, periodic := jobs.Register(jobs.Deps{DB: c.db, Pool: c.pool, Store: &db.Store{}})
 	client, err := jobs.NewWorkerClient(c.pool, workers, periodic, logger, jobs.WorkerOptions{})
 	if err != nil {
 		return err
 	}
-	if err := client.Start(ctx); err != nil {
-		return fmt.Errorf("start river: %w", err)
-	}
-	logger.Info("worker started")
-	<-ctx.Done()
-	logger.Info("worker stopping: letting running jobs finish")
-	softCtx, cancel := context.WithTimeout(context.Background(), riverSoftStopTimeout)
-	defer cancel()
-	if err := client.Stop(softCtx); err == nil {
-		return nil
-	}
-	logger.Warn("jobs still running after soft stop; cancelling them")
-	hardCtx, cancelHard := context.WithTimeout(context.Background(), riverHardStopTimeout)
-	defer cancelHard()
-	if err := client.StopAndCancel(hardCtx); err != nil {
-		return fmt.Errorf("stop river: %w", err)
-	}
-	return nil
+	return jobs.Run(ctx, client, logger)
 }
 
 // devCmd runs everything in one process; without DATABASE_URL it brings up a

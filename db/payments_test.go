@@ -30,7 +30,7 @@ func deliver(t *testing.T, env *dbtest.Env, w *db.Webhook) {
 	dup, err := s.InsertWebhook(context.Background(), env.Pool, w)
 	require.NoError(t, err)
 	require.False(t, dup)
-	require.NoError(t, s.ProcessWebhook(context.Background(), env.DB, w.ID))
+	require.NoError(t, s.ProcessWebhooks(context.Background(), env.Pool, []int64{w.ID}))
 }
 
 func visit(t *testing.T, env *dbtest.Env, reference string) *db.Attempt {
@@ -121,14 +121,110 @@ func TestSameRankOutcomesFollowTheGatewaysTimeNotArrival(t *testing.T) {
 func TestProcessingTwiceChangesNothingMore(t *testing.T) {
 	t.Parallel()
 	env := dbtest.New(t)
+	visit(t, env, "ORD-5")
 	w := webhook("evt-5", "SALE_APPROVED", "ORD-5", time.Now())
 	deliver(t, env, w)
-	require.NoError(t, (&db.Store{}).ProcessWebhook(context.Background(), env.DB, w.ID))
+	require.NoError(t, (&db.Store{}).ProcessWebhooks(context.Background(), env.Pool, []int64{w.ID, 999999}),
+		"a second run, and an id that no longer exists, are harmless")
 	got, err := (&db.Store{}).Webhook(context.Background(), env.DB, w.ID)
 	require.NoError(t, err)
 	require.True(t, got.Processed)
-	err = (&db.Store{}).ProcessWebhook(context.Background(), env.DB, 999999)
-	require.ErrorIs(t, err, db.ErrNotFound)
+	require.Equal(t, db.AttemptPaid, attempts(t, env, db.ListFilter{Q: "ORD-5"})[0].Status)
+}
+
+// permutations returns every order of xs.
+func permutations[T any](xs []T) [][]T {
+	if len(xs) <= 1 {
+		return [][]T{append([]T(nil), xs...)}
+	}
+	var out [][]T
+	for i := range xs {
+		rest := append(append([]T(nil), xs[:i]...), xs[i+1:]...)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]T{xs[i]}, p...))
+		}
+	}
+	return out
+}
+
+// The outcome depends on what the gateway said and when, never on the order of
+// arrival nor on how deliveries were grouped into processing batches.
+func TestEveryArrivalOrderAndBatchingGivesTheSameOutcome(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	s := &db.Store{}
+	ctx := context.Background()
+	t0 := time.Now().Add(-time.Hour)
+	type event struct {
+		name string
+		at   time.Duration
+	}
+	// Approved, then rejected again (same rank, later), reversed, charged back.
+	events := []event{{"SALE_APPROVED", 0}, {"SALE_REJECTED", time.Minute}, {"SALE_REVERSED", 2 * time.Minute}, {"CHARGEBACK", 3 * time.Minute}}
+	// Without the chargeback the reversal wins; with only the first two, the
+	// later same-rank rejection wins.
+	subsets := []struct {
+		events []event
+		want   string
+	}{
+		{events, db.StatusChargeback},
+		{events[:3], db.StatusReversed},
+		{events[:2], db.StatusRejected},
+	}
+	n := 0
+	for _, sub := range subsets {
+		for _, order := range permutations(sub.events) {
+			// Batch sizes: one by one, all together, and the first two together.
+			for _, split := range []int{1, len(order), 2} {
+				n++
+				ref := fmt.Sprintf("ORD-P%d", n)
+				visit(t, env, ref)
+				var ids []int64
+				for i, e := range order {
+					w := webhook(fmt.Sprintf("evt-p%d-%d", n, i), e.name, ref, t0.Add(e.at))
+					dup, err := s.InsertWebhook(ctx, env.Pool, w)
+					require.NoError(t, err)
+					require.False(t, dup)
+					ids = append(ids, w.ID)
+				}
+				for len(ids) > 0 {
+					k := min(split, len(ids))
+					require.NoError(t, s.ProcessWebhooks(ctx, env.Pool, ids[:k]))
+					ids = ids[k:]
+				}
+				a := attempts(t, env, db.ListFilter{Q: ref})[0]
+				require.Equal(t, sub.want, a.Outcome, "order %v in batches of %d", order, split)
+				require.Equal(t, db.AttemptPaid, a.Status, "the approval marks the attempt paid whatever came after")
+			}
+		}
+	}
+}
+
+func TestABatchAppliesEachReferenceOnItsOwn(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	s := &db.Store{}
+	ctx := context.Background()
+	visit(t, env, "ORD-A")
+	visit(t, env, "ORD-B")
+	now := time.Now()
+	var ids []int64
+	for _, w := range []*db.Webhook{
+		webhook("evt-a", "SALE_APPROVED", "ORD-A", now),
+		webhook("evt-b", "SALE_REJECTED", "ORD-B", now),
+		webhook("evt-none", "REFUND_CREATED", "", now),
+	} {
+		_, err := s.InsertWebhook(ctx, env.Pool, w)
+		require.NoError(t, err)
+		ids = append(ids, w.ID)
+	}
+	require.NoError(t, s.ProcessWebhooks(ctx, env.Pool, ids))
+	a, b := attempts(t, env, db.ListFilter{Q: "ORD-A"})[0], attempts(t, env, db.ListFilter{Q: "ORD-B"})[0]
+	require.Equal(t, [2]string{db.AttemptPaid, db.StatusApproved}, [2]string{a.Status, a.Outcome})
+	require.Equal(t, [2]string{db.AttemptPending, db.StatusRejected}, [2]string{b.Status, b.Outcome})
+	var unprocessed int
+	require.NoError(t, env.DB.NewSelect().TableExpr("gwa_webhooks").ColumnExpr("count(*)").Where("NOT processed").Scan(ctx, &unprocessed))
+	require.Zero(t, unprocessed, "every notification of the batch is marked processed, with a reference or not")
 }
 
 func TestConcurrentCopiesOfOneNotificationStoreOneRow(t *testing.T) {

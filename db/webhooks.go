@@ -233,45 +233,76 @@ func lockReference(ctx context.Context, tx bun.Tx, reference string) error {
 	return nil
 }
 
-// ProcessWebhook applies one notification: the reference's outcome (by
-// precedence, not arrival), pendiente attempts to pagado on an approval, and
-// processed. Running it twice changes nothing more.
-func (s *Store) ProcessWebhook(ctx context.Context, bdb *bun.DB, id int64) error {
-	return bdb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		w, err := s.Webhook(ctx, tx, id)
-		if err != nil {
-			return err
+// PgxTxStarter begins a pgx transaction: a pool or a connection.
+type PgxTxStarter interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// lockReferencesSQL takes the per-reference advisory lock (the one the return
+// page takes, see lockReference) of every reference in a batch, in the order of
+// the lock keys, so two batches sharing references cannot deadlock. The sorted
+// subquery makes the aggregate call the function in that order.
+const lockReferencesSQL = `
+SELECT count(pg_advisory_xact_lock(k)) FROM (
+    SELECT DISTINCT hashtextextended(reference, 7261) AS k FROM gwa_webhooks
+    WHERE id = ANY($1) AND reference <> '' ORDER BY k) AS keys`
+
+// applyWebhooksSQL applies a batch in one statement, on a snapshot taken after
+// the locks: for each reference the batch's best outcome (highest rank, then
+// the gateway's time, then the local id) replaces the stored one only if it
+// ranks above it (a late approval never undoes a reversal); approvals move
+// pendiente attempts of their reference to pagado; every row is marked
+// processed. $2 and $3 are the outcome ranks (outcomeRank).
+const applyWebhooksSQL = `
+WITH w AS (
+    SELECT id, reference, status, event, event_created_at FROM gwa_webhooks WHERE id = ANY($1)
+), ranked AS (
+    SELECT DISTINCT ON (w.reference) w.reference, w.status, r.rank, w.id, w.event_created_at
+    FROM w JOIN unnest($2::text[], $3::smallint[]) AS r (status, rank) ON r.status = w.status
+    WHERE w.reference <> ''
+    ORDER BY w.reference, r.rank DESC, COALESCE(w.event_created_at, '-infinity') DESC, w.id DESC
+), outcome AS (
+    INSERT INTO gwa_reference_outcomes AS o (reference, outcome, rank, webhook_id, event_created_at)
+    SELECT reference, status, rank, id, event_created_at FROM ranked
+    ON CONFLICT (reference) DO UPDATE SET
+        outcome = EXCLUDED.outcome, rank = EXCLUDED.rank, webhook_id = EXCLUDED.webhook_id,
+        event_created_at = EXCLUDED.event_created_at, updated_at = now()
+    WHERE EXCLUDED.rank > o.rank
+       OR (EXCLUDED.rank = o.rank AND (COALESCE(EXCLUDED.event_created_at, '-infinity'), EXCLUDED.webhook_id)
+                                    > (COALESCE(o.event_created_at, '-infinity'), o.webhook_id))
+), paid AS (
+    UPDATE payment_attempts SET status = 'pagado', paid_at = now()
+    WHERE status = 'pendiente' AND reference IN (SELECT reference FROM w WHERE event = 'SALE_APPROVED' AND reference <> '')
+)
+UPDATE gwa_webhooks SET processed = true, processed_at = now() WHERE id IN (SELECT id FROM w)`
+
+// rankStatuses and rankValues are outcomeRank as the two arrays applyWebhooksSQL takes.
+var rankStatuses, rankValues = func() ([]string, []int16) {
+	var statuses []string
+	var ranks []int16
+	for status, rank := range outcomeRank {
+		statuses, ranks = append(statuses, status), append(ranks, int16(rank))
+	}
+	return statuses, ranks
+}()
+
+// ProcessWebhooks applies a batch of notifications in one transaction: the
+// outcome of each reference (by precedence, never by arrival), pendiente
+// attempts to pagado on an approval, and processed. Ids that no longer exist
+// are skipped; running it twice changes nothing more.
+//
+// It runs on pgx with set-based statements of fixed text, so PostgreSQL
+// prepares them once per connection: this is the hot half of the ingest
+// pipeline (the receiver commits deliveries in batches, each with one job).
+func (s *Store) ProcessWebhooks(ctx context.Context, db PgxTxStarter, ids []int64) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		// Locks first, in a statement of their own: the next statement's
+		// snapshot then sees every attempt a return page committed before.
+		if _, err := tx.Exec(ctx, lockReferencesSQL, ids); err != nil {
+			return fmt.Errorf("lock references of %d webhooks: %w", len(ids), err)
 		}
-		if w.Reference != "" {
-			if err := lockReference(ctx, tx, w.Reference); err != nil {
-				return err
-			}
-			if rank, ok := outcomeRank[w.Status]; ok {
-				_, err := tx.NewRaw(`
-					INSERT INTO gwa_reference_outcomes AS o (reference, outcome, rank, webhook_id, event_created_at)
-					VALUES (?, ?, ?, ?, ?)
-					ON CONFLICT (reference) DO UPDATE SET
-						outcome = EXCLUDED.outcome, rank = EXCLUDED.rank, webhook_id = EXCLUDED.webhook_id,
-						event_created_at = EXCLUDED.event_created_at, updated_at = now()
-					WHERE EXCLUDED.rank > o.rank
-					   OR (EXCLUDED.rank = o.rank AND (COALESCE(EXCLUDED.event_created_at, '-infinity'), EXCLUDED.webhook_id)
-					                                > (COALESCE(o.event_created_at, '-infinity'), o.webhook_id))`,
-					w.Reference, w.Status, rank, w.ID, w.EventCreatedAt).Exec(ctx)
-				if err != nil {
-					return fmt.Errorf("update outcome of %q: %w", w.Reference, err)
-				}
-			}
-			if w.Event == EventSaleApproved {
-				if _, err := tx.NewUpdate().Model((*Attempt)(nil)).
-					Set("status = ?, paid_at = now()", AttemptPaid).
-					Where("reference = ? AND status = ?", w.Reference, AttemptPending).Exec(ctx); err != nil {
-					return fmt.Errorf("mark attempts of %q paid: %w", w.Reference, err)
-				}
-			}
-		}
-		if _, err := tx.NewUpdate().Model((*Webhook)(nil)).Set("processed = true, processed_at = now()").
-			Where("id = ?", id).Exec(ctx); err != nil {
-			return fmt.Errorf("mark webhook %d processed: %w", id, err)
+		if _, err := tx.Exec(ctx, applyWebhooksSQL, ids, rankStatuses, rankValues); err != nil {
+			return fmt.Errorf("apply %d webhooks: %w", len(ids), err)
 		}
 		return nil
 	})

@@ -28,16 +28,32 @@ import (
 
 // Deps is what the workers may use; each worker keeps only what it needs.
 type Deps struct {
-	DB    *bun.DB
+	DB *bun.DB
+	// Pool is pgx's pool: webhook processing runs on it (prepared statements).
+	Pool  *pgxpool.Pool
 	Store *db.Store
 }
+
+// Time limits. A job left running by a worker that died (SIGKILL, a lost
+// machine) is handed to another worker once it has run for rescueAfter: River's
+// rescuer runs every 30 s on the leader, and a new leader is elected within
+// about 15 s, so a dead worker's jobs run again within two minutes. Every job
+// kind must finish (or be cancelled) well before that, or a slow job that is
+// still running would be run twice: addWorker enforces it.
+const (
+	// MaxJobTimeout is the longest any job kind may run.
+	MaxJobTimeout = 45 * time.Second
+	// defaultJobTimeout applies to a kind that does not set its own.
+	defaultJobTimeout = 30 * time.Second
+	rescueAfter       = 60 * time.Second
+)
 
 // Register lists every worker and periodic job of the app, in one place.
 func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &PurgeSessionsWorker{db: deps.DB, store: deps.Store})
-	river.AddWorker(workers, &ProcessWebhookWorker{db: deps.DB, store: deps.Store})
-	river.AddWorker(workers, &PurgePaymentLogsWorker{db: deps.DB, store: deps.Store})
+	addWorker(workers, &PurgeSessionsWorker{db: deps.DB, store: deps.Store})
+	addWorker(workers, &ProcessWebhookWorker{pool: deps.Pool, store: deps.Store})
+	addWorker(workers, &PurgePaymentLogsWorker{db: deps.DB, store: deps.Store})
 
 	periodic := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
@@ -48,6 +64,17 @@ func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 			&river.PeriodicJobOpts{ID: "purge_payment_logs", RunOnStart: true}),
 	}
 	return workers, periodic
+}
+
+// addWorker registers w after checking that its kind runs for a bounded time
+// shorter than the rescue delay (see MaxJobTimeout). A kind that breaks the
+// rule is a programming error, caught at start and by every test.
+func addWorker[T river.JobArgs](workers *river.Workers, w river.Worker[T]) {
+	if d := w.Timeout(&river.Job[T]{}); d <= 0 || d > MaxJobTimeout {
+		var args T
+		panic(fmt.Sprintf("jobs: %s must set a Timeout between 0 and %s (has %s)", args.Kind(), MaxJobTimeout, d))
+	}
+	river.AddWorker(workers, w)
 }
 
 // WorkerOptions tunes the working client; the zero value is production's.
@@ -69,7 +96,9 @@ func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*riv
 		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.MaxWorkers}},
 		Workers:      workers,
 		PeriodicJobs: periodic,
-		JobTimeout:   time.Minute,
+		JobTimeout:   defaultJobTimeout,
+		// See MaxJobTimeout: a dead worker's jobs are picked up again soon.
+		RescueStuckJobsAfter: rescueAfter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river worker client: %w", err)

@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -83,7 +84,7 @@ func TestJobInsertedInATransactionRunsOnlyIfTheTransactionCommits(t *testing.T) 
 			t.Parallel()
 			env := dbtest.New(t)
 			ctx := context.Background()
-			workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}})
+			workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Pool: env.Pool, Store: &db.Store{}})
 			probe := &probeWorker{ran: make(chan string, 10)}
 			river.AddWorker(workers, probe)
 			queue, err := jobs.NewQueue(env.DB, env.Pool, workers, quiet)
@@ -114,7 +115,7 @@ func TestJobInsertedInATransactionRunsOnlyIfTheTransactionCommits(t *testing.T) 
 func TestQueueRefusesAKindNoWorkerHandles(t *testing.T) {
 	t.Parallel()
 	env := dbtest.New(t)
-	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: &db.Store{}})
+	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Pool: env.Pool, Store: &db.Store{}})
 	queue, err := jobs.NewQueue(env.DB, env.Pool, workers, quiet)
 	require.NoError(t, err)
 	err = env.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
@@ -178,7 +179,7 @@ func TestAWebhookJobThatFailsIsKeptForRetryWithItsError(t *testing.T) {
 	_, err = env.DB.ExecContext(ctx, "ALTER TABLE gwa_reference_outcomes RENAME TO outcomes_away")
 	require.NoError(t, err)
 
-	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: store})
+	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Pool: env.Pool, Store: store})
 	queue, err := jobs.NewQueue(env.DB, env.Pool, workers, quiet)
 	require.NoError(t, err)
 	require.NoError(t, env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -196,4 +197,58 @@ func TestAWebhookJobThatFailsIsKeptForRetryWithItsError(t *testing.T) {
 	got, err := store.Webhook(ctx, env.DB, w.ID)
 	require.NoError(t, err)
 	require.False(t, got.Processed, "a failed run leaves the notification unprocessed")
+}
+
+// slowArgs is a job that takes two seconds unless its context is cancelled.
+type slowArgs struct{}
+
+func (slowArgs) Kind() string { return "test_slow" }
+
+type slowWorker struct {
+	river.WorkerDefaults[slowArgs]
+	started chan struct{}
+}
+
+func (w *slowWorker) Work(ctx context.Context, _ *river.Job[slowArgs]) error {
+	close(w.started)
+	select {
+	case <-time.After(2 * time.Second):
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cancelled mid-job: %w", ctx.Err())
+	}
+}
+
+func TestASignalLetsARunningJobFinishBeforeTheWorkerStops(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	ctx := context.Background()
+	workers := river.NewWorkers()
+	slow := &slowWorker{started: make(chan struct{})}
+	river.AddWorker(workers, slow)
+	client, err := jobs.NewWorkerClient(env.Pool, workers, nil, quiet, jobs.WorkerOptions{ID: "w-stop"})
+	require.NoError(t, err)
+
+	signal, sendSignal := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- jobs.Run(signal, client, quiet) }()
+	_, err = client.Insert(ctx, slowArgs{}, nil)
+	require.NoError(t, err)
+	select {
+	case <-slow.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow job did not start")
+	}
+	signalAt := time.Now()
+	sendSignal()
+	select {
+	case err := <-stopped:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker did not stop")
+	}
+	require.GreaterOrEqual(t, time.Since(signalAt), time.Second, "the worker waited for the running job")
+	var state string
+	require.NoError(t, env.DB.NewRaw(`SELECT state::text FROM river_job WHERE kind = 'test_slow'`).Scan(ctx, &state))
+	require.Equal(t, "completed", state, "the job running at the signal finished instead of being cancelled")
 }

@@ -2,12 +2,10 @@ package jobs
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/uptrace/bun"
 
 	"pasarela/db"
 )
@@ -25,25 +23,19 @@ func (ProcessWebhookArgs) Kind() string { return "gwa_process_webhook" }
 // ProcessWebhookWorker works ProcessWebhookArgs.
 type ProcessWebhookWorker struct {
 	river.WorkerDefaults[ProcessWebhookArgs]
-	db    *bun.DB
+	pool  *pgxpool.Pool
 	store *db.Store
 }
 
-// Timeout bounds one run; processing is a few small statements.
+// Timeout bounds one run: two set-based statements for at most one batch
+// (ingestMaxBatch notifications), normally a few milliseconds.
 func (w *ProcessWebhookWorker) Timeout(*river.Job[ProcessWebhookArgs]) time.Duration {
-	return 30 * time.Second
+	return 20 * time.Second
 }
 
-// Work processes each notification in its own transaction, so one that fails
-// does not undo the others. A failure is retried by River (processing again is
-// harmless); a notification that no longer exists is skipped.
+// Work applies the job's notifications together, in one transaction. A
+// failure is retried by River (processing again is harmless); a notification
+// that no longer exists is skipped.
 func (w *ProcessWebhookWorker) Work(ctx context.Context, job *river.Job[ProcessWebhookArgs]) error {
-	var errs []error
-	for _, id := range job.Args.WebhookIDs {
-		err := w.store.ProcessWebhook(ctx, w.db, id)
-		if err != nil && !errors.Is(err, db.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("webhook %d: %w", id, err))
-		}
-	}
-	return errors.Join(errs...)
+	return w.store.ProcessWebhooks(ctx, w.pool, job.Args.WebhookIDs)
 }

@@ -72,7 +72,7 @@ func setupWith(t testing.TB, o options) *bundle {
 	require.NoError(t, err)
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Store: store})
+	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Pool: env.Pool, Store: store})
 	queue, err := jobs.NewQueue(env.DB, env.Pool, workers, logger)
 	require.NoError(t, err)
 	uiCtx, stopUI := context.WithCancel(context.Background())

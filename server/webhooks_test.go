@@ -27,11 +27,11 @@ import (
 
 const testSecret = "whsec_test"
 
-// fixture reads a sample delivery from ../shared/fixtures/gwa.
+// fixture reads a sample delivery from testdata/gwa (the gateway's samples).
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "gwa", name))
-	require.NoError(t, err, "the shared fixtures must sit beside the repository")
+	b, err := os.ReadFile(filepath.Join("testdata", "gwa", name))
+	require.NoError(t, err)
 	return b
 }
 
