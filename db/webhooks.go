@@ -71,15 +71,17 @@ type Webhook struct {
 	ReceivedAt     time.Time  `bun:"received_at,nullzero,default:now()"`
 }
 
-// WebhookRejection is a delivery refused before storing.
-type WebhookRejection struct {
-	bun.BaseModel `bun:"table:gwa_webhook_rejections"`
+// WebhookRejections counts the deliveries refused before storing in one
+// minute, for one reason, from one IP. No body is kept.
+type WebhookRejections struct {
+	bun.BaseModel `bun:"table:gwa_webhook_rejections,alias:r"`
 
-	ID         int64     `bun:"id,pk,autoincrement"`
-	Reason     string    `bun:"reason"`
-	IP         string    `bun:"ip"`
-	BodyBytes  int       `bun:"body_bytes"`
-	ReceivedAt time.Time `bun:"received_at,nullzero,default:now()"`
+	Minute    time.Time `bun:"minute,pk"`
+	Reason    string    `bun:"reason,pk"`
+	IP        string    `bun:"ip,pk"`
+	Count     int64     `bun:"n"`
+	BodyBytes int64     `bun:"body_bytes"`
+	LastAt    time.Time `bun:"last_at"`
 }
 
 // PgxQuerier runs a pgx query: a pool, a connection or a transaction.
@@ -179,20 +181,32 @@ func (s *Store) InsertWebhook(ctx context.Context, q PgxQuerier, w *Webhook) (du
 	return dups[0], nil
 }
 
-// RecordRejection counts one refused delivery.
-func (s *Store) RecordRejection(ctx context.Context, idb bun.IDB, r *WebhookRejection) error {
-	if _, err := idb.NewInsert().Model(r).Exec(ctx); err != nil {
-		return fmt.Errorf("record webhook rejection: %w", err)
+// AddRejections adds counts of refused deliveries to the stored ones, in one
+// statement (the receiver aggregates them in memory and flushes them here).
+func (s *Store) AddRejections(ctx context.Context, idb bun.IDB, rows []WebhookRejections) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	_, err := idb.NewInsert().Model(&rows).
+		On("CONFLICT (minute, reason, ip) DO UPDATE").
+		Set("n = r.n + EXCLUDED.n, body_bytes = r.body_bytes + EXCLUDED.body_bytes, last_at = greatest(r.last_at, EXCLUDED.last_at)").
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("add %d webhook rejection counts: %w", len(rows), err)
 	}
 	return nil
 }
 
-// Rejections returns the newest refused deliveries and how many there are in all.
-func (s *Store) Rejections(ctx context.Context, idb bun.IDB, limit int) ([]WebhookRejection, int, error) {
-	var rows []WebhookRejection
-	total, err := idb.NewSelect().Model(&rows).OrderExpr("id DESC").Limit(limit).ScanAndCount(ctx)
-	if err != nil {
+// Rejections returns the newest counts of refused deliveries (by minute,
+// reason and IP) and how many deliveries were refused in all.
+func (s *Store) Rejections(ctx context.Context, idb bun.IDB, limit int) ([]WebhookRejections, int64, error) {
+	var rows []WebhookRejections
+	if err := idb.NewSelect().Model(&rows).OrderExpr("last_at DESC").Limit(limit).Scan(ctx); err != nil {
 		return nil, 0, fmt.Errorf("list webhook rejections: %w", err)
+	}
+	var total int64
+	if err := idb.NewSelect().Model((*WebhookRejections)(nil)).ColumnExpr("COALESCE(sum(n), 0)").Scan(ctx, &total); err != nil {
+		return nil, 0, fmt.Errorf("count webhook rejections: %w", err)
 	}
 	return rows, total, nil
 }

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/mail"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -81,38 +80,39 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	return s, json.Unmarshal(raw, &s) == nil
 }
 
-// positiveAmount accepts a JSON number or numeric string greater than zero.
-func positiveAmount(raw json.RawMessage) bool {
-	v := parseAmount(raw)
-	if v == nil {
-		return false
-	}
-	f, err := strconv.ParseFloat(*v, 64)
-	return err == nil && f > 0
-}
-
 // checkPlan validates a plan; partial (an update) allows any subset, but not none.
 func checkPlan(obj map[string]json.RawMessage, partial bool) fieldErrors {
 	fe := fieldErrors{}
-	check := func(name string, ok func(json.RawMessage) bool, msg string) {
+	// problem says what is wrong with a present field, or "".
+	check := func(name string, problem func(json.RawMessage) string) {
 		raw, present := obj[name]
 		switch {
 		case !present && !partial:
 			fe[name] = "Es obligatorio."
-		case present && !ok(raw):
-			fe[name] = msg
+		case present:
+			if msg := problem(raw); msg != "" {
+				fe[name] = msg
+			}
 		}
 	}
-	check("name", func(r json.RawMessage) bool {
+	unless := func(ok func(json.RawMessage) bool, msg string) func(json.RawMessage) string {
+		return func(r json.RawMessage) string {
+			if ok(r) {
+				return ""
+			}
+			return msg
+		}
+	}
+	check("name", unless(func(r json.RawMessage) bool {
 		s, ok := jsonString(r)
 		n := len([]rune(strings.TrimSpace(s)))
 		return ok && n >= 1 && n <= 200
-	}, "Debe tener entre 1 y 200 caracteres.")
-	check("amount", positiveAmount, "Debe ser un número mayor que 0.")
-	check("currency", func(r json.RawMessage) bool { s, ok := jsonString(r); return ok && currencyPattern.MatchString(s) },
-		"Debe ser un código de 3 letras, p. ej. CLP.")
-	check("interval", func(r json.RawMessage) bool { s, ok := jsonString(r); return ok && planIntervals[s] },
-		"Debe ser day, week, month o year.")
+	}, "Debe tener entre 1 y 200 caracteres."))
+	check("amount", amountProblem)
+	check("currency", unless(func(r json.RawMessage) bool { s, ok := jsonString(r); return ok && currencyPattern.MatchString(s) },
+		"Debe ser un código de 3 letras, p. ej. CLP."))
+	check("interval", unless(func(r json.RawMessage) bool { s, ok := jsonString(r); return ok && planIntervals[s] },
+		"Debe ser day, week, month o year."))
 	if partial && len(fe) == 0 {
 		if _, ok := obj["name"]; !ok {
 			if _, ok := obj["amount"]; !ok {
@@ -131,8 +131,8 @@ func checkPayment(obj map[string]json.RawMessage) fieldErrors {
 	fe := fieldErrors{}
 	if raw, ok := obj["amount"]; !ok {
 		fe["amount"] = "Es obligatorio."
-	} else if !positiveAmount(raw) {
-		fe["amount"] = "Debe ser un número mayor que 0."
+	} else if msg := amountProblem(raw); msg != "" {
+		fe["amount"] = msg
 	}
 	if raw, ok := obj["currency"]; !ok {
 		fe["currency"] = "Es obligatorio."

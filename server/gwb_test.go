@@ -150,6 +150,7 @@ func TestGWBValidatesBeforeCallingUpstream(t *testing.T) {
 			`{"name":"` + strings.Repeat("n", 201) + `","amount":10,"currency":"CLP","interval":"month"}`, []string{"name"}},
 		{"empty update", "PATCH", "/v1/gwb/subscription/actualizar-plan/plan_1", `{}`, []string{"plan"}},
 		{"update with a bad amount", "PATCH", "/v1/gwb/subscription/actualizar-plan/plan_1", `{"amount":"-5"}`, []string{"amount"}},
+		{"payment out of range", "POST", "/v1/gwb/payment/crear-pago", `{"amount":"1e400","currency":"CLP","email":"a@example.com"}`, []string{"amount"}},
 		{"payment without email", "POST", "/v1/gwb/payment/crear-pago", `{"amount":10,"currency":"CLP"}`, []string{"email"}},
 		{"payment with a bad plan id", "POST", "/v1/gwb/payment/crear-pago",
 			`{"amount":10,"currency":"CLP","email":"a@example.com","plan_id":"../x"}`, []string{"plan_id"}},
@@ -161,6 +162,12 @@ func TestGWBValidatesBeforeCallingUpstream(t *testing.T) {
 		for _, f := range tc.fields {
 			require.NotEmpty(t, fields[f], "%s: field %s", tc.name, f)
 		}
+	}
+	for _, amount := range []string{`"1e400"`, `1000000000000000000`, `10.001`} {
+		_, body, _ := call(t, b, "POST", "/v1/gwb/subscription/crear-plan", token,
+			`{"name":"Plan","amount":`+amount+`,"currency":"CLP","interval":"month"}`)
+		fields, _ := body["fields"].(map[string]any)
+		require.Contains(t, fields["amount"], "fuera de rango", "amount %s", amount)
 	}
 	status, _, _ := call(t, b, "POST", "/v1/gwb/subscription/crear-plan", token, `[1,2]`)
 	require.Equal(t, http.StatusBadRequest, status)

@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -52,12 +54,17 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		}
 		return ""
 	}
+	// A reference is an identifier: cut, it could match another order's
+	// approval. One that long is no gateway's; the visit is refused.
+	if utf8.RuneCountInString(first("reference")) > maxReferenceChars {
+		return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("La referencia del pedido supera %d caracteres.", maxReferenceChars))
+	}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
 	a := &db.Attempt{
-		Reference:   cleanText(first("reference"), 200),
+		Reference:   storable(first("reference")),
 		PaymentLink: cleanText(first("payment_link"), 1000),
 		Email:       cleanText(first("email"), 320),
 		IP:          s.clientIP(c).String(),
@@ -75,8 +82,11 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 // paymentStatus is what the return page polls: the status fragment.
 func (s *Server) paymentStatus(c *fiber.Ctx) error {
 	ref := strings.TrimSpace(c.Query("reference"))
-	if ref == "" || len(ref) > 200 {
+	if ref == "" {
 		return fiber.NewError(fiber.StatusUnprocessableEntity, "Falta la referencia del pedido.")
+	}
+	if utf8.RuneCountInString(ref) > maxReferenceChars {
+		return fiber.NewError(fiber.StatusUnprocessableEntity, fmt.Sprintf("La referencia del pedido supera %d caracteres.", maxReferenceChars))
 	}
 	paid, err := s.store.ReferencePaid(c.UserContext(), s.db, ref)
 	if err != nil {

@@ -51,6 +51,8 @@ type Server struct {
 	upstream *http.Client
 	gwaCache gwaSecretCache
 	ingest   *ingester
+	// rejections counts refused webhook deliveries in memory (rejections.go).
+	rejections *rejectionCounter
 }
 
 // New builds the Fiber app with every route of routes.go.
@@ -91,7 +93,9 @@ func New(d Deps) (*fiber.App, error) {
 		IdleTimeout:  120 * time.Second,
 	})
 	s.ingest = newIngester(d.Pool, d.Store, d.Queue, d.Logger)
-	app.Hooks().OnShutdown(func() error { s.ingest.close(); return nil })
+	s.rejections = newRejectionCounter(d.DB, d.Store, d.Logger)
+	// After the HTTP server has finished its requests: nothing more comes in.
+	app.Hooks().OnShutdown(func() error { s.ingest.close(); s.rejections.close(); return nil })
 	s.routes(app)
 	return app, nil
 }

@@ -10,8 +10,7 @@ import (
 // are dropped, and the result is cut to at most maxBytes bytes without
 // splitting a character.
 func cleanText(s string, maxBytes int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "")
+	s = storable(s)
 	if len(s) <= maxBytes {
 		return s
 	}
@@ -20,4 +19,10 @@ func cleanText(s string, maxBytes int) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// storable is cleanText without a length limit, for text whose length was
+// checked already (identifiers are refused, never cut).
+func storable(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }

@@ -23,8 +23,8 @@ type webhookListPage struct {
 	Pager      Pager
 	Events     []string
 	Statuses   []string
-	Rejections []db.WebhookRejection
-	Rejected   int
+	Rejections []db.WebhookRejections
+	Rejected   int64
 	WebhookURL string
 }
 

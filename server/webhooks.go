@@ -1,11 +1,10 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"mime"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -27,7 +26,27 @@ const (
 	rejectBadSignature = "firma inválida"
 	rejectNoSecret     = "sin clave secreta en producción"
 	rejectBadJSON      = "JSON inválido o sin event/id"
+	rejectLongField    = "identificador demasiado largo"
 )
+
+// Limits of the fields that identify a notification or are searched. A longer
+// value is refused, never cut: two ids that differ only past the cut would
+// collide, and the gateway would be told a lost notification was a duplicate.
+var identifierLimits = []struct {
+	field string
+	max   int // characters
+	value func(*gwaNotification) string
+}{
+	{"id", 255, func(n *gwaNotification) string { return n.ID }},
+	{"event", 100, func(n *gwaNotification) string { return n.Event }},
+	{"data.payment_id", 255, func(n *gwaNotification) string { return n.Data.PaymentID }},
+	{"data.reference", maxReferenceChars, func(n *gwaNotification) string { return n.Data.Reference }},
+	{"data.payer.email", 320, func(n *gwaNotification) string { return n.Data.Payer.Email }},
+}
+
+// maxReferenceChars is the longest order reference taken, by the receiver and
+// by the return page alike.
+const maxReferenceChars = 255
 
 // gwaSecretCache keeps the active environment and secret of the checkout
 // gateway for a few seconds: every delivery needs them, they rarely change,
@@ -86,11 +105,8 @@ func (s *Server) receiveGWAWebhook(c *fiber.Ctx) error {
 	ip := s.clientIP(c).String()
 	body := c.Body()
 	reject := func(status int, reason string) error {
-		err := s.store.RecordRejection(ctx, s.db, &db.WebhookRejection{Reason: reason, IP: ip, BodyBytes: len(body)})
-		if err != nil {
-			return err
-		}
-		requestLogger(c, s.log).Warn("webhook rejected", "reason", reason, "ip", ip, "bytes", len(body))
+		s.rejections.add(reason, ip, len(body))
+		requestLogger(c, s.log).Debug("webhook rejected", "reason", reason, "ip", ip, "bytes", len(body))
 		return fiber.NewError(status, reasonMessage(reason))
 	}
 
@@ -123,16 +139,23 @@ func (s *Server) receiveGWAWebhook(c *fiber.Ctx) error {
 	if !utf8.Valid(body) || json.Unmarshal(body, &n) != nil || strings.TrimSpace(n.Event) == "" || strings.TrimSpace(n.ID) == "" {
 		return reject(fiber.StatusBadRequest, rejectBadJSON)
 	}
+	for _, l := range identifierLimits {
+		if utf8.RuneCountInString(l.value(&n)) > l.max {
+			s.rejections.add(rejectLongField, ip, len(body))
+			return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("El campo %s supera %d caracteres.", l.field, l.max))
+		}
+	}
+	// Within their limits, text fields are stored whole (only made storable).
 	w := &db.Webhook{
-		NotificationID: cleanText(n.ID, 200),
-		Event:          cleanText(n.Event, 100),
+		NotificationID: storable(n.ID),
+		Event:          storable(n.Event),
 		Status:         db.StatusForEvent(n.Event),
-		PaymentID:      cleanText(n.Data.PaymentID, 200),
-		Reference:      cleanText(n.Data.Reference, 200),
-		PayerEmail:     cleanText(n.Data.Payer.Email, 320),
-		Amount:         parseAmount(n.Data.Amount),
-		Currency:       cleanText(n.Data.Currency, 10),
-		GatewayStatus:  cleanText(n.Data.Status, 50),
+		PaymentID:      storable(n.Data.PaymentID),
+		Reference:      storable(n.Data.Reference),
+		PayerEmail:     storable(n.Data.Payer.Email),
+		Amount:         storedAmount(n.Data.Amount),
+		Currency:       storable(n.Data.Currency),
+		GatewayStatus:  storable(n.Data.Status),
 		Environment:    env,
 		Verified:       verified,
 		IP:             ip,
@@ -147,31 +170,6 @@ func (s *Server) receiveGWAWebhook(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"id": w.ID, "duplicate": duplicate})
-}
-
-// decimalAmount is a plain decimal number: what PostgreSQL's numeric reads and
-// an amount can be. (strconv.ParseFloat also takes hex, NaN, Inf and digit
-// separators, which numeric refuses.)
-var decimalAmount = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?$`)
-
-// parseAmount accepts a JSON number or a numeric string; anything else is kept
-// only in the raw payload.
-func parseAmount(raw json.RawMessage) *string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	v := string(raw)
-	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil
-		}
-	}
-	v = strings.TrimSpace(v)
-	if len(v) > 40 || !decimalAmount.MatchString(v) {
-		return nil
-	}
-	return &v
 }
 
 func reasonMessage(reason string) string {

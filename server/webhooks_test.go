@@ -16,10 +16,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+	"github.com/valyala/fasthttp"
 
 	"pasarela/db"
 	"pasarela/db/secretbox"
@@ -86,6 +89,22 @@ func countRows(t testing.TB, b *bundle, table, where string, args ...any) int {
 	return n
 }
 
+// rejected waits for the refused deliveries counted in memory to be flushed
+// (about once a second) and returns their total once it reaches want.
+func rejected(t testing.TB, b *bundle, want int) int {
+	t.Helper()
+	var n int
+	require.Eventually(t, func() bool {
+		require.NoError(t, b.env.DB.NewSelect().TableExpr("gwa_webhook_rejections").ColumnExpr("COALESCE(sum(n), 0)").
+			Scan(context.Background(), &n))
+		return n >= want
+	}, 10*time.Second, 20*time.Millisecond, "expected %d refused deliveries counted", want)
+	time.Sleep(1200 * time.Millisecond) // one more flush: nothing beyond want arrives
+	require.NoError(t, b.env.DB.NewSelect().TableExpr("gwa_webhook_rejections").ColumnExpr("COALESCE(sum(n), 0)").
+		Scan(context.Background(), &n))
+	return n
+}
+
 func TestWebhookSignatureIsCheckedOnTheRawBody(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -116,7 +135,7 @@ func TestWebhookSignatureIsCheckedOnTheRawBody(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, countRows(t, b, "gwa_webhooks", ""), "only verified deliveries are stored (one id)")
-	require.Equal(t, 4, countRows(t, b, "gwa_webhook_rejections", ""))
+	require.Equal(t, 4, rejected(t, b, 4))
 	require.Equal(t, 1, countRows(t, b, "gwa_webhooks", "verified"))
 }
 
@@ -215,10 +234,10 @@ func TestBadDeliveriesGetClearErrorsAndAreCounted(t *testing.T) {
 	w, err := b.store.Webhook(context.Background(), b.env.DB, reply.ID)
 	require.NoError(t, err)
 	require.Equal(t, "desconocido", w.Status)
-	require.Equal(t, "10", *w.Amount, "a numeric amount is read")
+	require.Equal(t, "10.00", *w.Amount, "a numeric amount is read")
 	require.Equal(t, string(unknown), w.Payload, "the raw payload is kept byte for byte")
 
-	require.Equal(t, 4, countRows(t, b, "gwa_webhook_rejections", ""))
+	require.Equal(t, 4, rejected(t, b, 4))
 	br := b.browser(t)
 	br.login(adminEmail)
 	_, doc := br.get("/app/webhooks/gwa")
@@ -236,8 +255,13 @@ func TestAnAmountPostgreSQLCannotStoreIsKeptOnlyInThePayload(t *testing.T) {
 		stored string // "" when no amount is stored
 	}{
 		{`"1500.50"`, "1500.50"},
-		{`-3`, "-3"},
-		{`"1e3"`, "1000"},
+		{`-3`, "-3.00"},
+		{`"1e3"`, "1000.00"},
+		{`"999999999999999999.99"`, "999999999999999999.99"}, // the largest the column holds
+		{`"1e400"`, ""},                   // once stored as a 401-digit number
+		{`"1000000000000000000"`, ""},     // 19 integer digits
+		{`12.345`, ""},                    // a third decimal would be rounded away
+		{`"12.340"`, "12.34"},
 		{`"0x1p-2"`, ""}, // a Go float, not a number to PostgreSQL
 		{`"NaN"`, ""},
 		{`"Infinity"`, ""},
@@ -278,13 +302,13 @@ func TestOddBytesInADeliveryAreStoredOrRefusedNever500(t *testing.T) {
 	require.Equal(t, "AB", w.Reference)
 	require.Equal(t, string(nul), w.Payload)
 
-	// A reference longer than kept is cut on a character boundary.
-	long := []byte(`{"id":"evt-long","event":"SALE_APPROVED","data":{"reference":"` + strings.Repeat("a", 199) + `é"}}`)
+	// A reference at the limit, in multi-byte characters, is stored whole.
+	long := []byte(`{"id":"evt-long","event":"SALE_APPROVED","data":{"reference":"` + strings.Repeat("é", 255) + `"}}`)
 	status, reply = post(long)
 	require.Equal(t, 200, status)
 	w, err = b.store.Webhook(context.Background(), b.env.DB, reply.ID)
 	require.NoError(t, err)
-	require.Equal(t, strings.Repeat("a", 199), w.Reference)
+	require.Equal(t, strings.Repeat("é", 255), w.Reference)
 
 	// Bytes that are not UTF-8 are not JSON.
 	status, reply = post([]byte("{\"id\":\"evt-utf\",\"event\":\"SALE_APPROVED\",\"data\":{\"reference\":\"A\xffB\"}}"))
@@ -400,4 +424,115 @@ func TestReturnVisitRecordsEverythingAndExplainsAMissingReference(t *testing.T) 
 	require.Equal(t, "ODD-\uFFFD", odd.Reference)
 	require.Equal(t, "Odd\uFFFD", odd.UserAgent)
 	require.NotContains(t, string(odd.Params), `\u0000`)
+}
+
+func TestTwoLongIdsThatDifferOnlyAtTheEndNeverCollide(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.configureGWA(t, "test", testSecret)
+	post := func(id, ref string) (int, webhookReply) {
+		body := []byte(fmt.Sprintf(`{"id":%q,"event":"SALE_APPROVED","data":{"payment_id":"pay-%s","reference":%q}}`, id, ref, ref))
+		return b.postWebhook(t, body, "X-Signature", sign(testSecret, body))
+	}
+	// The pair of the report: ids equal for their first 200 characters.
+	first, second := "evt_longid_"+strings.Repeat("i", 189), "evt_longid_"+strings.Repeat("i", 189)+"_DIFFERENT_TAIL"
+	status, reply := post(first, "ORD-L1")
+	require.Equal(t, 200, status)
+	require.False(t, reply.Duplicate)
+	status, reply = post(second, "ORD-L2")
+	require.Equal(t, 200, status)
+	require.False(t, reply.Duplicate, "a different id is a different notification")
+	require.Equal(t, 2, countRows(t, b, "gwa_webhooks", "notification_id IN (?, ?)", first, second), "both stored whole")
+
+	// Past the limit an identifier is refused, never cut, and the refusal is counted.
+	tooLong := []struct{ name, body string }{
+		{"id", `{"id":"` + strings.Repeat("x", 256) + `","event":"SALE_APPROVED","data":{}}`},
+		{"data.reference", `{"id":"evt-ref","event":"SALE_APPROVED","data":{"reference":"` + strings.Repeat("R", 256) + `"}}`},
+		{"data.payment_id", `{"id":"evt-pay","event":"SALE_APPROVED","data":{"payment_id":"` + strings.Repeat("P", 256) + `"}}`},
+		{"event", `{"id":"evt-ev","event":"` + strings.Repeat("E", 101) + `","data":{}}`},
+		{"data.payer.email", `{"id":"evt-mail","event":"SALE_APPROVED","data":{"payer":{"email":"` + strings.Repeat("m", 321) + `"}}}`},
+	}
+	for _, tc := range tooLong {
+		status, reply := b.postWebhook(t, []byte(tc.body), "X-Signature", sign(testSecret, []byte(tc.body)))
+		require.Equal(t, 400, status, tc.name)
+		require.Contains(t, reply.Error, tc.name, "the message names the field")
+	}
+	require.Equal(t, len(tooLong), rejected(t, b, len(tooLong)))
+	var reason string
+	require.NoError(t, b.env.DB.NewSelect().TableExpr("gwa_webhook_rejections").Column("reason").Limit(1).Scan(context.Background(), &reason))
+	require.Equal(t, "identificador demasiado largo", reason)
+
+	// The return page refuses such a reference too, instead of recording a cut one.
+	req := httptest.NewRequest(http.MethodGet, "/gwa/retorno?reference="+strings.Repeat("R", 256), nil)
+	resp, err := b.app.Test(req, -1)
+	require.NoError(t, err)
+	require.Equal(t, 400, resp.StatusCode)
+	require.Zero(t, countRows(t, b, "payment_attempts", ""))
+}
+
+func TestAFloodOfRefusedDeliveriesIsCountedExactlyInAFewWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.configureGWA(t, "production", testSecret)
+	writes := &statementCounter{match: "INSERT INTO \"gwa_webhook_rejections\""}
+	b.env.DB.AddQueryHook(writes)
+	base := serve(t, b)
+	const n = 2000
+	junk := []byte(`{"id":"evt-junk","event":"SALE_APPROVED"}`)
+	client := &fasthttp.Client{MaxConnsPerHost: 16}
+	start := time.Now()
+	_, _ = latencies(t, 16, n, func(i int) error {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.SetRequestURI(base + "/webhooks/gwa")
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.Header.SetContentType("application/json")
+		if i%2 == 1 {
+			req.Header.Set("X-Signature", "sha256=00")
+		}
+		req.SetBodyRaw(junk)
+		if err := client.Do(req, resp); err != nil {
+			return err
+		}
+		if resp.StatusCode() != 401 {
+			return fmt.Errorf("status %d", resp.StatusCode())
+		}
+		return nil
+	})
+	elapsed := time.Since(start)
+	require.Equal(t, n, rejected(t, b, n), "every refused delivery is counted")
+
+	var byReason []struct {
+		Reason string `bun:"reason"`
+		IP     string `bun:"ip"`
+		N      int    `bun:"n"`
+	}
+	require.NoError(t, b.env.DB.NewSelect().TableExpr("gwa_webhook_rejections").ColumnExpr("reason, ip, sum(n) AS n").
+		GroupExpr("reason, ip").OrderExpr("reason").Scan(context.Background(), &byReason))
+	require.Len(t, byReason, 2)
+	require.Equal(t, "falta la firma", byReason[0].Reason)
+	require.Equal(t, n/2, byReason[0].N)
+	require.Equal(t, "firma inválida", byReason[1].Reason)
+	require.Equal(t, n/2, byReason[1].N)
+	require.Equal(t, "127.0.0.1", byReason[0].IP)
+
+	// One statement a flush: writes grow with seconds, not with requests.
+	require.Positive(t, writes.n.Load())
+	require.LessOrEqual(t, int(writes.n.Load()), int(elapsed/time.Second)+3,
+		"%d refused deliveries in %s took %d statements", n, elapsed, writes.n.Load())
+}
+
+// statementCounter counts the statements bun sends that contain match.
+type statementCounter struct {
+	match string
+	n     atomic.Int64
+}
+
+func (c *statementCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (c *statementCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	if strings.Contains(e.Query, c.match) {
+		c.n.Add(1)
+	}
 }
