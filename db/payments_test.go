@@ -399,7 +399,8 @@ func TestPurgePaymentLogsKeepsRecentRows(t *testing.T) {
 	for _, q := range []string{
 		`INSERT INTO gwb_idempotency (key, request_hash, created_at) VALUES ('old', '\x00', now() - interval '25 hours'), ('new', '\x00', now())`,
 		`INSERT INTO gwb_upstream_calls (method, path, status, latency_ms, created_at) VALUES ('GET', '/a', 200, 1, now() - interval '31 days'), ('GET', '/b', 200, 1, now())`,
-		`INSERT INTO gwa_webhook_rejections (reason, received_at) VALUES ('x', now() - interval '31 days'), ('y', now())`,
+		`INSERT INTO gwa_webhook_rejections (minute, reason, ip, n, body_bytes, last_at)
+		 VALUES (now() - interval '31 days', 'x', '', 1, 0, now() - interval '31 days'), (now(), 'y', '', 1, 0, now())`,
 	} {
 		_, err := env.DB.ExecContext(ctx, q)
 		require.NoError(t, err)

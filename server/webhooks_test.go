@@ -258,9 +258,9 @@ func TestAnAmountPostgreSQLCannotStoreIsKeptOnlyInThePayload(t *testing.T) {
 		{`-3`, "-3.00"},
 		{`"1e3"`, "1000.00"},
 		{`"999999999999999999.99"`, "999999999999999999.99"}, // the largest the column holds
-		{`"1e400"`, ""},                   // once stored as a 401-digit number
-		{`"1000000000000000000"`, ""},     // 19 integer digits
-		{`12.345`, ""},                    // a third decimal would be rounded away
+		{`"1e400"`, ""},               // once stored as a 401-digit number
+		{`"1000000000000000000"`, ""}, // 19 integer digits
+		{`12.345`, ""},                // a third decimal would be rounded away
 		{`"12.340"`, "12.34"},
 		{`"0x1p-2"`, ""}, // a Go float, not a number to PostgreSQL
 		{`"NaN"`, ""},
@@ -529,7 +529,9 @@ type statementCounter struct {
 	n     atomic.Int64
 }
 
-func (c *statementCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (c *statementCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
 
 func (c *statementCounter) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 	if strings.Contains(e.Query, c.match) {
