@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -137,12 +138,27 @@ func webCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	if err := cfg.RequireSecret(); err != nil {
 		return err
 	}
+	ln, err := listen(cfg.Port)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	c, err := open(ctx, cfg, 20, 8)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	return serveWeb(ctx, cfg, logger, c)
+	return serveWeb(ctx, cfg, logger, c, ln)
+}
+
+// listen takes the HTTP port first, so that a port in use stops the start
+// with a clear error before anything announces that it listens.
+func listen(port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+	if err != nil {
+		return nil, fmt.Errorf("PORT %d: %w", port, err)
+	}
+	return ln, nil
 }
 
 func workerCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
@@ -157,8 +173,8 @@ func workerCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	return runWorker(ctx, logger, c)
 }
 
-// serveWeb serves HTTP until ctx ends, then lets in-flight requests finish.
-func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *conns) error {
+// serveWeb serves HTTP on ln until ctx ends, then lets in-flight requests finish.
+func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *conns, ln net.Listener) error {
 	deps := jobs.Deps{DB: c.db, Pool: c.pool, Store: &db.Store{}}
 	workers, _ := jobs.Register(deps)
 	queue, err := jobs.NewQueue(c.db, c.pool, workers, logger)
@@ -177,11 +193,11 @@ func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *co
 	}
 
 	listenErr := make(chan error, 1)
-	go func() { listenErr <- app.Listen(fmt.Sprintf(":%d", cfg.Port)) }()
+	go func() { listenErr <- app.Listener(ln) }()
 	logger.Info("web listening", "port", cfg.Port, "base_url", cfg.BaseURL)
 	select {
 	case err := <-listenErr:
-		return fmt.Errorf("listen on :%d: %w", cfg.Port, err)
+		return fmt.Errorf("serve on :%d: %w", cfg.Port, err)
 	case <-ctx.Done():
 	}
 	logger.Info("web shutting down: finishing in-flight requests")
@@ -206,6 +222,11 @@ func runWorker(ctx context.Context, logger *slog.Logger, c *conns) error {
 func devCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.Writer) error {
 	// 0711: the PostgreSQL user (when we are root) must pass through; the files
 	// inside stay private (0600/0700).
+	ln, err := listen(cfg.Port)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	if err := os.MkdirAll(".data", 0o711); err != nil {
 		return fmt.Errorf("create .data: %w", err)
 	}
@@ -261,7 +282,7 @@ func devCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for i, part := range []func(context.Context) error{
-		func(ctx context.Context) error { return serveWeb(ctx, cfg, logger, c) },
+		func(ctx context.Context) error { return serveWeb(ctx, cfg, logger, c, ln) },
 		func(ctx context.Context) error { return runWorker(ctx, logger, c) },
 	} {
 		wg.Add(1)

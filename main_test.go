@@ -199,3 +199,22 @@ func freePort(t *testing.T) string {
 	defer l.Close()
 	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }
+
+func TestWebAndDevRefuseAPortInUseBeforeAnnouncingThatTheyListen(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	port := fmt.Sprint(busy.Addr().(*net.TCPAddr).Port)
+	vars := map[string]string{"DATABASE_URL": env.URL, "APP_SECRET": strings.Repeat("p", 40), "PORT": port}
+	for _, cmd := range []string{"web", "dev"} {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{cmd}, func(k string) string { return vars[k] }, &stdout, &stderr)
+		require.Equal(t, 1, code, "%s on a busy port", cmd)
+		require.Contains(t, stderr.String(), "PORT "+port, cmd)
+		require.Contains(t, stderr.String(), "address already in use", cmd)
+		require.NotContains(t, stderr.String(), "listening", cmd)
+		require.NotContains(t, stdout.String(), "Pasarela:", "%s announced itself", cmd)
+	}
+}

@@ -2,10 +2,10 @@ package server
 
 import (
 	"errors"
-	"fmt"
+	"math"
 	"net/mail"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -69,8 +69,9 @@ func (s *Server) login(c *fiber.Ctx) error {
 		return err
 	}
 	if wait > 0 {
-		c.Set(fiber.HeaderRetryAfter, fmt.Sprint(int(wait.Seconds())+1))
-		data.Error = fmt.Sprintf("Demasiados intentos fallidos. Espere %d minutos e intente de nuevo.", int(wait.Round(time.Minute).Minutes())+1)
+		secs := int(math.Ceil(wait.Seconds()))
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+		data.Error = "Demasiados intentos fallidos. Espere " + minutesText(secs) + " e intente de nuevo."
 		return s.renderLogin(c, fiber.StatusTooManyRequests, data)
 	}
 
@@ -93,6 +94,15 @@ func (s *Server) login(c *fiber.Ctx) error {
 		return err
 	}
 	return c.Redirect(data.Next, fiber.StatusSeeOther)
+}
+
+// minutesText says secs in whole minutes, rounded up, as the lockout message
+// does: the same wait as Retry-After, never less.
+func minutesText(secs int) string {
+	if m := (secs + 59) / 60; m != 1 {
+		return strconv.Itoa(m) + " minutos"
+	}
+	return "1 minuto"
 }
 
 func (s *Server) logout(c *fiber.Ctx) error {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,8 +103,12 @@ func TestLoginIsThrottledAfterRepeatedFailuresForTheAccount(t *testing.T) {
 	}
 	resp, doc := br.post("/login", url.Values{"email": {adminEmail}, "password": {testPassword}})
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "even the right password waits once the account is throttled")
-	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	// The message and Retry-After agree: a fresh 15-minute window.
+	retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.InDelta(t, 900, retry, 5)
 	require.Contains(t, doc.Find("#login-error").Text(), "Demasiados intentos")
+	require.Contains(t, doc.Find("#login-error").Text(), "Espere 15 minutos")
 
 	// Another account from the same address is not locked by this one.
 	resp, _ = br.post("/login", url.Values{"email": {operatorEmail}, "password": {testPassword}})

@@ -44,11 +44,16 @@ func csrfToken(c *fiber.Ctx) string {
 	return t
 }
 
-// csrfExempt says which requests behind the CSRF check are authenticated
-// otherwise (CONTRACT §2): /v1 calls with a Bearer token. The other public
-// endpoints (webhook, return page) are routed before the check.
+// csrfExempt says which requests behind the CSRF check it does not apply to
+// (CONTRACT §2): API calls (/v1/, /api/) with a Bearer token, which a browser
+// never sends by itself, and API calls without a session, which the API's own
+// authentication answers with 401. The other public endpoints (webhook, return
+// page) are routed before the check.
 func csrfExempt(c *fiber.Ctx) bool {
-	return strings.HasPrefix(c.Path(), "/v1/") && strings.HasPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !strings.HasPrefix(c.Path(), "/v1/") && !strings.HasPrefix(c.Path(), "/api/") {
+		return false
+	}
+	return strings.HasPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ") || currentUser(c) == nil
 }
 
 // checkCSRF issues the cookie to a browser that lacks one and refuses a
@@ -64,7 +69,7 @@ func (s *Server) checkCSRF(c *fiber.Ctx) error {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 		return c.Next()
 	}
-	if csrfExempt(c) {
+	if csrfExempt(c) || c.Locals(localNoRoute) != nil {
 		return c.Next()
 	}
 	// River's UI is a separate single-page app that cannot send our token; its

@@ -280,3 +280,59 @@ func TestCrearPagoWithAnIdempotencyKeyCallsUpstreamOnce(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	require.Equal(t, http.StatusForbidden, br.do(req).StatusCode, "a session without CSRF is refused")
 }
+
+func TestAPICallsWithoutCredentialsGet401JSONNeverACSRFError(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cases := []struct{ name, method, path, auth string }{
+		{"POST without Authorization", "POST", "/v1/gwb/subscription/crear-plan", ""},
+		{"POST with Basic auth", "POST", "/v1/gwb/payment/crear-pago", "Basic dXNlcjpwYXNz"},
+		{"PATCH without Authorization", "PATCH", "/v1/gwb/subscription/actualizar-plan/plan_1", ""},
+		{"GET without Authorization", "GET", "/v1/gwb/subscription/ver-plan/plan_1", ""},
+	}
+	for _, tc := range cases {
+		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(`{"amount":1}`))
+		req.Header.Set("Content-Type", "application/json")
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := b.app.Test(req, -1)
+		require.NoError(t, err)
+		var body map[string]string
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body), tc.name)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, tc.name)
+		require.Contains(t, body["error"], "Bearer", tc.name)
+		require.NotContains(t, body["error"], "CSRF", tc.name)
+	}
+
+	// A session still needs its CSRF token: the cookie alone is not enough.
+	br := b.browser(t)
+	br.login(adminEmail)
+	req := httptest.NewRequest("POST", "/v1/gwb/subscription/crear-plan", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp := br.do(req)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+func TestAMethodARouteDoesNotHaveGets405WithAllow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	br := b.browser(t)
+	br.login(adminEmail)
+	cases := []struct{ method, path, allow string }{
+		{"PUT", "/gwa/retorno", "GET, HEAD, POST"},
+		{"DELETE", "/webhooks/gwa", "POST"},
+		{"PUT", "/modules", "GET, HEAD, POST"},
+		{"DELETE", "/app/pasarelas", "GET, HEAD"},
+		{"GET", "/v1/gwb/payment/crear-pago", "POST"},
+		{"POST", "/app/webhooks/gwa/12", "GET, HEAD"},
+	}
+	for _, tc := range cases {
+		resp := br.do(httptest.NewRequest(tc.method, tc.path, nil))
+		require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s %s", tc.method, tc.path)
+		require.Equal(t, tc.allow, resp.Header.Get("Allow"), "%s %s", tc.method, tc.path)
+	}
+	resp := br.do(httptest.NewRequest("PUT", "/no/such/page", nil))
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "a path no route has is still 404")
+}

@@ -13,7 +13,7 @@ import (
 
 // routes lists every route and its middleware: public, then session, then module.
 func (s *Server) routes(app *fiber.App) {
-	app.Use(s.logRequests, recover.New(), secureHeaders)
+	app.Use(s.logRequests, recover.New(), secureHeaders, s.refuseOtherMethods)
 
 	// Public, no cookies: health, files, and what the gateway and payers call.
 	app.Get("/healthz", s.healthz)
@@ -24,8 +24,8 @@ func (s *Server) routes(app *fiber.App) {
 	app.Post("/gwa/retorno", s.paymentReturn)
 	app.Get("/gwa/retorno/estado", s.paymentStatus)
 
-	// Everything below knows the CSRF token and the session's user, if any.
-	app.Use(s.checkCSRF, s.loadSession)
+	// Everything below knows the session's user, if any, and the CSRF token.
+	app.Use(s.loadSession, s.checkCSRF)
 	app.Get("/", func(c *fiber.Ctx) error { return c.Redirect("/app", fiber.StatusSeeOther) })
 	app.Get("/login", s.showLogin)
 	app.Post("/login", s.login)
@@ -67,6 +67,7 @@ func (s *Server) routes(app *fiber.App) {
 	}
 
 	app.Use(func(*fiber.Ctx) error { return fiber.ErrNotFound })
+	s.methods = newRouteTable(app.GetRoutes(true))
 }
 
 func (s *Server) home(c *fiber.Ctx) error {

@@ -51,6 +51,8 @@ type Server struct {
 	upstream *http.Client
 	gwaCache gwaSecretCache
 	ingest   *ingester
+	// methods is every route's methods, for 405 (methods.go).
+	methods routeTable
 	// rejections counts refused webhook deliveries in memory (rejections.go).
 	rejections *rejectionCounter
 }

@@ -31,3 +31,12 @@ func TestCleanTextKeepsWhatPostgreSQLCanStore(t *testing.T) {
 		})
 	}
 }
+
+func TestMinutesTextRoundsUpAsRetryAfterDoes(t *testing.T) {
+	cases := map[int]string{900: "15 minutos", 899: "15 minutos", 841: "15 minutos", 840: "14 minutos", 61: "2 minutos", 60: "1 minuto", 1: "1 minuto"}
+	for secs, want := range cases {
+		if got := minutesText(secs); got != want {
+			t.Errorf("minutesText(%d) = %q, want %q", secs, got, want)
+		}
+	}
+}
