@@ -164,3 +164,29 @@ func TestThrottleBlocksAtTheLimitAndResets(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, wait)
 }
+
+// JIT compiled the 4-row /modules query for 144 ms: every connection turns it off.
+func TestEveryConnectionRunsWithoutJIT(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	ctx := context.Background()
+	var viaBun, viaPgx string
+	require.NoError(t, env.DB.NewRaw("SHOW jit").Scan(ctx, &viaBun))
+	require.NoError(t, env.Pool.QueryRow(ctx, "SHOW jit").Scan(&viaPgx))
+	require.Equal(t, [2]string{"off", "off"}, [2]string{viaBun, viaPgx})
+}
+
+func TestRoleModulesListsEveryPairWithItsGrant(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	pairs, err := (&db.Store{}).RoleModules(context.Background(), env.DB)
+	require.NoError(t, err)
+	got := map[string]bool{}
+	for _, p := range pairs {
+		got[p.RoleName+"/"+p.ModuleName] = p.Enabled
+	}
+	require.Equal(t, map[string]bool{
+		"Administrador/Administración": true, "Administrador/Servidores": true,
+		"Operador/Administración": false, "Operador/Servidores": false,
+	}, got)
+}

@@ -21,8 +21,9 @@ func (s *Store) RoleModules(ctx context.Context, idb bun.IDB) ([]RoleModule, err
 	var rows []RoleModule
 	err := idb.NewRaw(`
 		SELECT r.id AS role_id, r.name AS role_name, m.id AS module_id, m.name AS module_name,
-		       EXISTS (SELECT 1 FROM role_modules rm WHERE rm.role_id = r.id AND rm.module_id = m.id) AS enabled
+		       rm.role_id IS NOT NULL AS enabled
 		FROM roles r CROSS JOIN modules m
+		LEFT JOIN role_modules rm ON rm.role_id = r.id AND rm.module_id = m.id
 		ORDER BY r.name, m.name`).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("list role modules: %w", err)
