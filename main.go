@@ -73,7 +73,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "dev":
 		err = devCmd(ctx, cfg, logger, stdout)
 	case "user":
-		err = userCmd(ctx, cfg, args[1:], stdout)
+		err = userCmd(ctx, cfg, logger, args[1:], stdout)
 	default:
 		fmt.Fprintf(stderr, "pasarela: unknown command %q\n\n%s\n", cmd, usage)
 		return 2
@@ -122,6 +122,11 @@ func (c *conns) close() {
 }
 
 func migrateCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	cfg, stopCluster, err := privateDatabase(ctx, cfg, logger, false)
+	if err != nil {
+		return err
+	}
+	defer stopCluster()
 	c, err := open(ctx, cfg, 4, 2)
 	if err != nil {
 		return err
@@ -220,35 +225,22 @@ func runWorker(ctx context.Context, logger *slog.Logger, c *conns) error {
 // devCmd runs everything in one process; without DATABASE_URL it brings up a
 // private cluster under .data/postgres and stops it on the way out.
 func devCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout io.Writer) error {
-	// 0711: the PostgreSQL user (when we are root) must pass through; the files
-	// inside stay private (0600/0700).
+	usesPrivateCluster := cfg.DatabaseURL == ""
 	ln, err := listen(cfg.Port)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
+	// 0711: the PostgreSQL user (when we are root) must pass through; the files
+	// inside stay private (0600/0700).
 	if err := os.MkdirAll(".data", 0o711); err != nil {
 		return fmt.Errorf("create .data: %w", err)
 	}
-	if cfg.DatabaseURL == "" {
-		cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(".data", "postgres")})
-		if err != nil {
-			return err
-		}
-		defer func() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := cluster.Stop(stopCtx); err != nil {
-				logger.Error("stop private postgres", "error", err)
-			} else if cluster.Started {
-				logger.Info("private postgres stopped")
-			}
-		}()
-		if cfg.DatabaseURL, err = cluster.EnsureDatabase(ctx, "pasarela"); err != nil {
-			return err
-		}
-		logger.Info("private postgres ready", "dir", ".data/postgres", "already_running", !cluster.Started)
+	cfg, stopCluster, err := privateDatabase(ctx, cfg, logger, true)
+	if err != nil {
+		return err
 	}
+	defer stopCluster()
 	if cfg.AppSecret == nil {
 		secret, err := keptSecret(filepath.Join(".data", "app_secret"))
 		if err != nil {
@@ -271,6 +263,9 @@ func devCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout 
 		return err
 	}
 	fmt.Fprintf(stdout, "\nPasarela: %s\n", cfg.BaseURL)
+	if usesPrivateCluster {
+		fmt.Fprintf(stdout, "Base de datos: DATABASE_URL=%s\n", cfg.DatabaseURL)
+	}
 	if created {
 		fmt.Fprintf(stdout, "Administrador creado: %s / %s\n\n", seed.AdminEmail, seed.AdminPassword)
 	} else {
@@ -296,6 +291,41 @@ func devCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout 
 	return errors.Join(errs...)
 }
 
+// privateDir is where `dev` keeps its private PostgreSQL cluster.
+var privateDir = filepath.Join(".data", "postgres")
+
+// privateDatabase points cfg at the private cluster when DATABASE_URL is unset:
+// `dev` creates it (create), `migrate` and `user create` use it when it
+// exists. The returned func stops the server if this call started it.
+func privateDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, create bool) (config.Config, func(), error) {
+	noop := func() {}
+	if cfg.DatabaseURL != "" {
+		return cfg, noop, nil
+	}
+	if _, err := os.Stat(privateDir); err != nil && !create {
+		return cfg, noop, nil // RequireDatabase names what is missing
+	}
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: privateDir})
+	if err != nil {
+		return cfg, noop, err
+	}
+	stop := func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cluster.Stop(stopCtx); err != nil {
+			logger.Error("stop private postgres", "error", err)
+		} else if cluster.Started {
+			logger.Info("private postgres stopped")
+		}
+	}
+	if cfg.DatabaseURL, err = cluster.EnsureDatabase(ctx, "pasarela"); err != nil {
+		stop()
+		return cfg, noop, err
+	}
+	logger.Info("private postgres ready", "dir", privateDir, "already_running", !cluster.Started)
+	return cfg, stop, nil
+}
+
 // keptSecret reads the APP_SECRET `dev` keeps, creating it on first use.
 func keptSecret(path string) ([]byte, error) {
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= config.MinSecretBytes {
@@ -308,7 +338,7 @@ func keptSecret(path string) ([]byte, error) {
 	return []byte(secret), nil
 }
 
-func userCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+func userCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, args []string, stdout io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New("usage: pasarela user create --email E --password P --role " + db.RoleAdmin)
 	}
@@ -325,6 +355,11 @@ func userCmd(ctx context.Context, cfg config.Config, args []string, stdout io.Wr
 	if len(*password) < config.MinPasswordLen {
 		return fmt.Errorf("--password: at least %d characters", config.MinPasswordLen)
 	}
+	cfg, stopCluster, err := privateDatabase(ctx, cfg, logger, false)
+	if err != nil {
+		return err
+	}
+	defer stopCluster()
 	c, err := open(ctx, cfg, 2, 1)
 	if err != nil {
 		return err

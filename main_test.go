@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"pasarela/db/dbtest"
@@ -217,4 +218,70 @@ func TestWebAndDevRefuseAPortInUseBeforeAnnouncingThatTheyListen(t *testing.T) {
 		require.NotContains(t, stderr.String(), "listening", cmd)
 		require.NotContains(t, stdout.String(), "Pasarela:", "%s announced itself", cmd)
 	}
+}
+
+// TestDevKeepsItsPrivateClusterReachable runs `dev` twice in an empty
+// directory, as `make run` does: the cluster keeps its port, dev prints the URL
+// to reach it, and `user create` without DATABASE_URL finds it.
+func TestDevKeepsItsPrivateClusterReachable(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	// As root the server runs as another user, who must reach the directory.
+	require.NoError(t, os.Chmod(dir, 0o711))
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
+	port := freePort(t)
+	env := []string{"PATH=" + os.Getenv("PATH"), "PORT=" + port, "ADMIN_EMAIL=boss@example.com", "ADMIN_PASSWORD=boss-password"}
+	urlLine := regexp.MustCompile(`DATABASE_URL=(\S+)`)
+
+	startDev := func() (*exec.Cmd, *syncBuffer, string) {
+		t.Helper()
+		cmd := exec.Command(bin, "dev")
+		cmd.Dir, cmd.Env = dir, env
+		out := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		require.Eventually(t, func() bool {
+			resp, err := http.Get("http://127.0.0.1:" + port + "/readyz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}, 60*time.Second, 100*time.Millisecond, "dev never became ready: %s", out)
+		m := urlLine.FindStringSubmatch(out.String())
+		require.Len(t, m, 2, "dev prints the DATABASE_URL of its cluster: %s", out)
+		return cmd, out, m[1]
+	}
+	stopDev := func(cmd *exec.Cmd, out *syncBuffer) {
+		t.Helper()
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			require.NoError(t, err, "dev exited badly: %s", out)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("dev did not stop: %s", out)
+		}
+	}
+
+	cmd, out, firstURL := startDev()
+	require.Contains(t, firstURL, "sslmode=disable")
+	conn, err := pgx.Connect(context.Background(), firstURL)
+	require.NoError(t, err, "the printed URL reaches the database")
+	require.NoError(t, conn.Close(context.Background()))
+
+	user := exec.Command(bin, "user", "create", "--email", "ops@example.com", "--password", "ops-password", "--role", "Operador")
+	user.Dir, user.Env = dir, env
+	userOut, err := user.CombinedOutput()
+	require.NoError(t, err, "user create without DATABASE_URL uses the private cluster: %s", userOut)
+	require.Contains(t, string(userOut), "ops@example.com")
+	stopDev(cmd, out)
+
+	cmd, out, secondURL := startDev()
+	require.Equal(t, firstURL, secondURL, "the same port at the next run")
+	stopDev(cmd, out)
+	require.Contains(t, out.String(), "private postgres stopped")
 }

@@ -167,7 +167,7 @@ func Load(getenv func(string) string) (Config, error) {
 // start a private cluster.
 func (c Config) RequireDatabase() error {
 	if c.DatabaseURL == "" {
-		return errors.New("invalid configuration: DATABASE_URL: required (postgres://user:pass@host:port/db)")
+		return errors.New("invalid configuration: DATABASE_URL: required (postgres://user:pass@host:port/db), or a private cluster made by `pasarela dev` under .data/postgres")
 	}
 	return nil
 }

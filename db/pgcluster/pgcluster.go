@@ -2,8 +2,9 @@
 // binaries: `pasarela dev` uses one under .data/postgres, tests share one in a
 // temporary directory.
 //
-// The server listens on 127.0.0.1 only, on a free port chosen at each start, with
-// a generated superuser password kept in the cluster directory (mode 0600).
+// The server listens on 127.0.0.1 only, on a port chosen once and kept in the
+// cluster directory (file `port`), so that its URL stays the same from one run
+// to the next, with a generated superuser password kept there too (mode 0600).
 // PostgreSQL refuses to run as root, so when this process is root the server
 // runs as the `postgres` user (or `nobody`), and the directory is handed to it.
 package pgcluster
@@ -254,7 +255,7 @@ func runningPort(dataDir string) (int, bool) {
 }
 
 func start(ctx context.Context, bin, dir, dataDir, password string, cred *syscall.Credential, opts Options) (*Cluster, error) {
-	port, err := freePort()
+	port, err := keptPort(filepath.Join(dir, "port"))
 	if err != nil {
 		return nil, err
 	}
@@ -315,6 +316,33 @@ func adminURL(password string, port int) string {
 	u := url.URL{Scheme: "postgres", User: url.UserPassword("postgres", password),
 		Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Path: "/postgres", RawQuery: "sslmode=disable"}
 	return u.String()
+}
+
+// keptPort returns the port saved in path while it is free; otherwise (first
+// start, or another program took it) a free port, saved for the next start.
+func keptPort(path string) (int, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if port, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && portFree(port) {
+			return port, nil
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(path, []byte(strconv.Itoa(port)+"\n"), 0o600); err != nil {
+		return 0, fmt.Errorf("pgcluster: write %s: %w", path, err)
+	}
+	return port, nil
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 func freePort() (int, error) {

@@ -2,8 +2,10 @@ package pgcluster
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -57,6 +59,7 @@ func TestStartInitialisesReusesAndStopsACluster(t *testing.T) {
 	third, err := Start(ctx, Options{Dir: clusterDir})
 	require.NoError(t, err)
 	require.True(t, third.Started)
+	require.Equal(t, first.AdminURL, third.AdminURL, "the same port (and so the same URL) at every start")
 	t.Cleanup(func() { _ = third.Stop(context.Background()) })
 	conn, err = pgx.Connect(ctx, third.DatabaseURL("app"))
 	require.NoError(t, err)
@@ -64,6 +67,28 @@ func TestStartInitialisesReusesAndStopsACluster(t *testing.T) {
 	var v int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT v FROM kept").Scan(&v))
 	require.Equal(t, 42, v)
+	var jit string
+	require.NoError(t, conn.QueryRow(ctx, "SHOW jit").Scan(&jit))
+	require.Equal(t, "off", jit)
+}
+
+func TestKeptPortIsReusedWhileFreeAndReplacedWhenTaken(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "port")
+	first, err := keptPort(path)
+	require.NoError(t, err)
+	again, err := keptPort(path)
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+
+	taken, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(first)))
+	require.NoError(t, err)
+	defer taken.Close()
+	other, err := keptPort(path)
+	require.NoError(t, err)
+	require.NotEqual(t, first, other, "a port another program took is replaced")
+	saved, err := keptPort(path)
+	require.NoError(t, err)
+	require.Equal(t, other, saved, "and the new one is kept")
 }
 
 func TestFindBinariesLocatesInitdbAndPostgres(t *testing.T) {
