@@ -158,8 +158,8 @@ func TestTwoWorkersAndAWebShareOneDatabase(t *testing.T) {
 	ctx := context.Background()
 	require.Eventually(t, func() bool {
 		var processed bool
-		err := env.DB.NewSelect().TableExpr("gwa_webhooks").Column("processed").
-			Where("notification_id = 'evt-process-1'").Scan(ctx, &processed)
+		err := env.DB.NewRaw(`SELECT EXISTS (SELECT 1 FROM gwa_webhooks w JOIN gwa_webhook_processed p ON p.webhook_id = w.id
+			WHERE w.notification_id = 'evt-process-1')`).Scan(ctx, &processed)
 		return err == nil && processed
 	}, 20*time.Second, 100*time.Millisecond, "a worker should process the stored webhook")
 

@@ -222,9 +222,12 @@ func TestABatchAppliesEachReferenceOnItsOwn(t *testing.T) {
 	a, b := attempts(t, env, db.ListFilter{Q: "ORD-A"})[0], attempts(t, env, db.ListFilter{Q: "ORD-B"})[0]
 	require.Equal(t, [2]string{db.AttemptPaid, db.StatusApproved}, [2]string{a.Status, a.Outcome})
 	require.Equal(t, [2]string{db.AttemptPending, db.StatusRejected}, [2]string{b.Status, b.Outcome})
-	var unprocessed int
-	require.NoError(t, env.DB.NewSelect().TableExpr("gwa_webhooks").ColumnExpr("count(*)").Where("NOT processed").Scan(ctx, &unprocessed))
-	require.Zero(t, unprocessed, "every notification of the batch is marked processed, with a reference or not")
+	for _, id := range ids {
+		w, err := s.Webhook(ctx, env.DB, id)
+		require.NoError(t, err)
+		require.True(t, w.Processed, "every notification of the batch is marked processed, with a reference or not")
+		require.NotNil(t, w.ProcessedAt)
+	}
 }
 
 func TestConcurrentCopiesOfOneNotificationStoreOneRow(t *testing.T) {

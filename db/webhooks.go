@@ -66,9 +66,17 @@ type Webhook struct {
 	Verified       bool       `bun:"verified"`
 	IP             string     `bun:"ip"`
 	Payload        string     `bun:"payload"`
-	Processed      bool       `bun:"processed"`
-	ProcessedAt    *time.Time `bun:"processed_at"`
 	ReceivedAt     time.Time  `bun:"received_at,nullzero,default:now()"`
+
+	// Processed and ProcessedAt come from gwa_webhook_processed (see withProcessed).
+	Processed   bool       `bun:"processed,scanonly"`
+	ProcessedAt *time.Time `bun:"processed_at,scanonly"`
+}
+
+// withProcessed adds whether each notification was processed, and when.
+func withProcessed(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.ColumnExpr("p.webhook_id IS NOT NULL AS processed, p.processed_at").
+		Join("LEFT JOIN gwa_webhook_processed AS p ON p.webhook_id = webhook.id")
 }
 
 // WebhookRejections counts the deliveries refused before storing in one
@@ -214,7 +222,7 @@ func (s *Store) Rejections(ctx context.Context, idb bun.IDB, limit int) ([]Webho
 // Webhook returns one stored notification.
 func (s *Store) Webhook(ctx context.Context, idb bun.IDB, id int64) (*Webhook, error) {
 	w := new(Webhook)
-	err := idb.NewSelect().Model(w).Where("id = ?", id).Scan(ctx)
+	err := withProcessed(idb.NewSelect().Model(w).ColumnExpr("webhook.*")).Where("webhook.id = ?", id).Scan(ctx)
 	if isNoRows(err) {
 		return nil, fmt.Errorf("webhook %d: %w", id, ErrNotFound)
 	}
@@ -224,14 +232,11 @@ func (s *Store) Webhook(ctx context.Context, idb bun.IDB, id int64) (*Webhook, e
 	return w, nil
 }
 
-// MarkForReprocessing clears processed so the list shows it pending again.
+// MarkForReprocessing forgets that a notification was processed, so the list
+// shows it pending again until its new job runs.
 func (s *Store) MarkForReprocessing(ctx context.Context, idb bun.IDB, id int64) error {
-	res, err := idb.NewUpdate().Model((*Webhook)(nil)).Set("processed = false, processed_at = NULL").Where("id = ?", id).Exec(ctx)
-	if err != nil {
+	if _, err := idb.NewDelete().TableExpr("gwa_webhook_processed").Where("webhook_id = ?", id).Exec(ctx); err != nil {
 		return fmt.Errorf("mark webhook %d for reprocessing: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("webhook %d: %w", id, ErrNotFound)
 	}
 	return nil
 }
@@ -265,8 +270,8 @@ SELECT count(pg_advisory_xact_lock(k)) FROM (
 // the locks: for each reference the batch's best outcome (highest rank, then
 // the gateway's time, then the local id) replaces the stored one only if it
 // ranks above it (a late approval never undoes a reversal); approvals move
-// pendiente attempts of their reference to pagado; every row is marked
-// processed. $2 and $3 are the outcome ranks (outcomeRank).
+// pendiente attempts of their reference to pagado; every notification is
+// recorded as processed. $2 and $3 are the outcome ranks (outcomeRank).
 const applyWebhooksSQL = `
 WITH w AS (
     SELECT id, reference, status, event, event_created_at FROM gwa_webhooks WHERE id = ANY($1)
@@ -288,7 +293,8 @@ WITH w AS (
     UPDATE payment_attempts SET status = 'pagado', paid_at = now()
     WHERE status = 'pendiente' AND reference IN (SELECT reference FROM w WHERE event = 'SALE_APPROVED' AND reference <> '')
 )
-UPDATE gwa_webhooks SET processed = true, processed_at = now() WHERE id IN (SELECT id FROM w)`
+INSERT INTO gwa_webhook_processed (webhook_id) SELECT id FROM w
+ON CONFLICT (webhook_id) DO UPDATE SET processed_at = now()`
 
 // rankStatuses and rankValues are outcomeRank as the two arrays applyWebhooksSQL takes.
 var rankStatuses, rankValues = func() ([]string, []int16) {
@@ -424,8 +430,8 @@ func (s *Store) Webhooks(ctx context.Context, bdb *bun.DB, f ListFilter, page in
 				return nil // past the last page
 			}
 		}
-		err := tx.NewSelect().Model(&rows).ExcludeColumn("payload").
-			Where("id IN (?)", ids).OrderExpr("id DESC").Scan(ctx)
+		err := withProcessed(tx.NewSelect().Model(&rows).ExcludeColumn("payload")).
+			Where("webhook.id IN (?)", ids).OrderExpr("webhook.id DESC").Scan(ctx)
 		if err != nil {
 			return fmt.Errorf("list webhooks: %w", err)
 		}

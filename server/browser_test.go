@@ -32,6 +32,8 @@ func chromium(t *testing.T) context.Context {
 	if path == "" {
 		t.Fatal("no Chromium found: install Debian's chromium package (make test does) or set CHROMIUM")
 	}
+	scratch, err := os.MkdirTemp("", "cr")
+	require.NoError(t, err)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.NoSandbox, // CI runs as root
@@ -42,13 +44,14 @@ func chromium(t *testing.T) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
 		// Chromium keeps scratch folders (org.chromium.Chromium.*) in TMPDIR:
-		// in the test's own, they go with it.
-		chromedp.Env("TMPDIR="+t.TempDir()),
+		// in one of our own, they go with it. A short path: its singleton
+		// socket's path must fit in a sockaddr.
+		chromedp.Env("TMPDIR="+scratch),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc(); os.RemoveAll(scratch) })
 	return ctx
 }
 

@@ -49,13 +49,24 @@ type options struct {
 	worker bool
 	// durable puts the database on the fsync-on server (commit benchmarks).
 	durable bool
+	// poolConns sizes the pgx pool the app and the worker share, as `dev`
+	// does (0: the test default).
+	poolConns int32
 }
 
 func setupWith(t testing.TB, o options) *bundle {
 	t.Helper()
-	env := dbtest.New(t)
+	var env *dbtest.Env
 	if o.durable {
 		env = dbtest.NewDurable(t)
+	} else {
+		env = dbtest.New(t)
+	}
+	if o.poolConns > 0 {
+		pool, err := db.OpenPool(context.Background(), env.URL, o.poolConns)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		env = &dbtest.Env{URL: env.URL, DB: env.DB, Pool: pool}
 	}
 	cfg, err := config.Load(func(k string) string {
 		return map[string]string{"APP_SECRET": strings.Repeat("k", 32)}[k]
