@@ -20,6 +20,11 @@ type ProcessWebhookArgs struct {
 // Kind is the job's name in River's tables.
 func (ProcessWebhookArgs) Kind() string { return "gwa_process_webhook" }
 
+// InsertOpts puts processing on its own queue (see QueueWebhooks).
+func (ProcessWebhookArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueWebhooks}
+}
+
 // ProcessWebhookWorker works ProcessWebhookArgs.
 type ProcessWebhookWorker struct {
 	river.WorkerDefaults[ProcessWebhookArgs]
