@@ -285,3 +285,65 @@ func TestDevKeepsItsPrivateClusterReachable(t *testing.T) {
 	stopDev(cmd, out)
 	require.Contains(t, out.String(), "private postgres stopped")
 }
+
+// TestAJobOfAWorkerKilledMidJobRunsAgainWithinTwoMinutes kills a worker with
+// SIGKILL while it processes a webhook (held on the reference's lock, which
+// this test takes first) and checks that another worker processes it soon:
+// River rescues a job left running only after RescueStuckJobsAfter.
+func TestAJobOfAWorkerKilledMidJobRunsAgainWithinTwoMinutes(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	env := dbtest.New(t)
+	ctx := context.Background()
+	port := freePort(t)
+	vars := []string{"DATABASE_URL=" + env.URL, "APP_SECRET=" + strings.Repeat("p", 40), "PORT=" + port, "PATH=" + os.Getenv("PATH")}
+	start := func(name string) *exec.Cmd {
+		cmd := exec.Command(bin, name)
+		cmd.Env = vars
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	start("web")
+	first := start("worker")
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://127.0.0.1:" + port + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 20*time.Second, 100*time.Millisecond)
+
+	// Hold the reference's lock, so the job blocks inside its transaction.
+	hold, err := env.Pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = hold.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended('ORD-KILL', 7261))")
+	require.NoError(t, err)
+	resp, err := http.Post("http://127.0.0.1:"+port+"/webhooks/gwa", "application/json",
+		strings.NewReader(`{"id":"evt-kill-1","event":"SALE_APPROVED","data":{"reference":"ORD-KILL"}}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Eventually(t, func() bool {
+		var n int
+		err := env.DB.NewRaw(`SELECT count(*) FROM river_job WHERE kind = 'gwa_process_webhook' AND state = 'running'`).Scan(ctx, &n)
+		return err == nil && n == 1
+	}, 20*time.Second, 50*time.Millisecond, "the worker should be running the job")
+
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	killedAt := time.Now()
+	require.NoError(t, hold.Rollback(ctx))
+	start("worker")
+
+	processed := func() bool {
+		var ok bool
+		err := env.DB.NewRaw(`SELECT EXISTS (SELECT 1 FROM gwa_webhooks w JOIN gwa_webhook_processed p ON p.webhook_id = w.id
+			WHERE w.notification_id = 'evt-kill-1')`).Scan(ctx, &ok)
+		return err == nil && ok
+	}
+	require.Eventually(t, processed, 2*time.Minute, 250*time.Millisecond,
+		"a job of a killed worker should run again within two minutes")
+	t.Logf("processed %s after the kill", time.Since(killedAt).Round(time.Second))
+}
