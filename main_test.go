@@ -124,14 +124,7 @@ func TestTwoWorkersAndAWebShareOneDatabase(t *testing.T) {
 	})
 
 	baseURL := "http://127.0.0.1:" + port
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(baseURL + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 20*time.Second, 100*time.Millisecond, "web never became ready")
+	waitReady(t, port, 20*time.Second, "web never became ready")
 
 	// The first admin from the environment logs in through the web process.
 	jar, _ := cookiejar.New(nil)
@@ -193,6 +186,19 @@ func TestTwoWorkersAndAWebShareOneDatabase(t *testing.T) {
 	require.Contains(t, procs[2].out.String(), `"msg":"web shutting down`)
 }
 
+// waitReady waits until the process on port answers /readyz with 200.
+func waitReady(t *testing.T, port string, within time.Duration, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://127.0.0.1:" + port + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, within, 100*time.Millisecond, msgAndArgs...)
+}
+
 func freePort(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -242,14 +248,7 @@ func TestDevKeepsItsPrivateClusterReachable(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = out, out
 		require.NoError(t, cmd.Start())
 		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		require.Eventually(t, func() bool {
-			resp, err := http.Get("http://127.0.0.1:" + port + "/readyz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		}, 60*time.Second, 100*time.Millisecond, "dev never became ready: %s", out)
+		waitReady(t, port, 60*time.Second, "dev never became ready: %s", out)
 		m := urlLine.FindStringSubmatch(out.String())
 		require.Len(t, m, 2, "dev prints the DATABASE_URL of its cluster: %s", out)
 		return cmd, out, m[1]
@@ -306,14 +305,7 @@ func TestAJobOfAWorkerKilledMidJobRunsAgainWithinTwoMinutes(t *testing.T) {
 	}
 	start("web")
 	first := start("worker")
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://127.0.0.1:" + port + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 20*time.Second, 100*time.Millisecond)
+	waitReady(t, port, 20*time.Second, "web never became ready")
 
 	// Hold the reference's lock, so the job blocks inside its transaction.
 	hold, err := env.Pool.Begin(ctx)
