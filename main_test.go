@@ -339,3 +339,31 @@ func TestAJobOfAWorkerKilledMidJobRunsAgainWithinTwoMinutes(t *testing.T) {
 		"a job of a killed worker should run again within two minutes")
 	t.Logf("processed %s after the kill", time.Since(killedAt).Round(time.Second))
 }
+
+// A clone of the project has nothing beside it: no test may read outside the
+// repository (the gateway's samples live in server/testdata).
+func TestTestsReadNothingOutsideTheRepository(t *testing.T) {
+	t.Parallel()
+	outside := []string{"../" + "shared", `"..", "..", "` + "shared", "shared/" + "fixtures"}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != "." && strings.HasPrefix(d.Name(), "."):
+			return filepath.SkipDir // .git, .data
+		case d.IsDir() || !strings.HasSuffix(path, ".go"):
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, o := range outside {
+			if bytes.Contains(b, []byte(o)) {
+				t.Errorf("%s refers to %s, which a clone does not have", path, o)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
