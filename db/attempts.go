@@ -106,3 +106,19 @@ func (s *Store) Attempts(ctx context.Context, idb bun.IDB, f ListFilter, page in
 	}
 	return rows, total, nil
 }
+
+// Attempt returns one attempt with its reference's outcome.
+func (s *Store) Attempt(ctx context.Context, idb bun.IDB, id int64) (*Attempt, error) {
+	a := new(Attempt)
+	err := idb.NewSelect().Model(a).
+		ColumnExpr("attempt.*, COALESCE(o.outcome, '') AS outcome").
+		Join("LEFT JOIN gwa_reference_outcomes AS o ON o.reference = attempt.reference").
+		Where("attempt.id = ?", id).Scan(ctx)
+	if isNoRows(err) {
+		return nil, fmt.Errorf("payment attempt %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load payment attempt %d: %w", id, err)
+	}
+	return a, nil
+}

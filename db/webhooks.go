@@ -338,6 +338,9 @@ type ListFilter struct {
 	Q      string
 }
 
+// Any reports whether the filter narrows the list at all.
+func (f ListFilter) Any() bool { return f.Event != "" || f.Status != "" || f.Q != "" }
+
 // PageSize is the number of rows a list page shows.
 const PageSize = 50
 

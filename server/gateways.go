@@ -13,13 +13,13 @@ import (
 
 var fieldLabels = map[string]string{
 	"environment":           "Entorno activo",
-	"api_key_test":          "API key (test)",
-	"api_key_production":    "API key (producción)",
-	"secret_key_test":       "Clave secreta del webhook (test)",
+	"api_key_test":          "Clave de API (pruebas)",
+	"api_key_production":    "Clave de API (producción)",
+	"secret_key_test":       "Clave secreta del webhook (pruebas)",
 	"secret_key_production": "Clave secreta del webhook (producción)",
 	"callback_url":          "URL de retorno (callback)",
-	"access_key_production": "Access key (producción)",
-	"access_key_sandbox":    "Access key (sandbox)",
+	"access_key_production": "Clave de acceso (producción)",
+	"access_key_sandbox":    "Clave de acceso (sandbox)",
 	"url_production":        "URL de la API (producción)",
 	"url_sandbox":           "URL de la API (sandbox)",
 }

@@ -21,6 +21,8 @@ func TestRiverUIIsMountedForAdministratorsOnly(t *testing.T) {
 	resp, doc := admin.get("/app/jobs/")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, strings.ToLower(doc.Find("title").Text()), "river")
+	back := doc.Find(`body > a[href="/app"]`)
+	require.Equal(t, "← Volver a Pasarela", back.Text(), "River's UI has a way back to the console")
 
 	resp, _ = admin.get("/app/jobs/api/jobs?state=completed&limit=20")
 	require.Equal(t, http.StatusOK, resp.StatusCode)

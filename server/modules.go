@@ -23,6 +23,8 @@ type moduleRow struct {
 type moduleCell struct {
 	Role, Module string
 	Enabled      bool
+	// Locked: the Administrador role always keeps Administración (no button).
+	Locked bool
 }
 
 func (s *Server) modulesData(c *fiber.Ctx) (modulesPage, error) {
@@ -44,7 +46,8 @@ func (s *Server) modulesData(c *fiber.Ctx) (modulesPage, error) {
 			rowOf[p.ModuleName] = i
 			data.Rows = append(data.Rows, moduleRow{Module: p.ModuleName})
 		}
-		data.Rows[i].Cells = append(data.Rows[i].Cells, moduleCell{Role: p.RoleName, Module: p.ModuleName, Enabled: p.Enabled})
+		data.Rows[i].Cells = append(data.Rows[i].Cells, moduleCell{Role: p.RoleName, Module: p.ModuleName, Enabled: p.Enabled,
+			Locked: p.RoleName == db.RoleAdmin && p.ModuleName == db.ModuleAdmin})
 	}
 	return data, nil
 }

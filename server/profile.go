@@ -18,6 +18,8 @@ type profilePage struct {
 	Page
 	Zones   []string
 	Problem string
+	// Typed is what the user typed, kept when it is refused.
+	Typed string
 }
 
 func (s *Server) showProfile(c *fiber.Ctx) error {
@@ -28,7 +30,7 @@ func (s *Server) showProfile(c *fiber.Ctx) error {
 func (s *Server) saveProfile(c *fiber.Ctx) error {
 	tz := strings.TrimSpace(c.FormValue("time_zone"))
 	if _, err := time.LoadLocation(tz); err != nil || tz == "" || tz == "Local" {
-		data := profilePage{Page: s.page(c, "Perfil"), Zones: commonZones,
+		data := profilePage{Page: s.page(c, "Perfil"), Zones: commonZones, Typed: tz,
 			Problem: "Zona horaria desconocida: elija una de la lista o escriba un nombre IANA como America/Santiago."}
 		return s.render(c, fiber.StatusUnprocessableEntity, "pages/profile/index", "", data)
 	}

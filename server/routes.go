@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -51,6 +53,7 @@ func (s *Server) routes(app *fiber.App) {
 	appGroup.Get("/webhooks/gwa/:id", admin, s.showWebhook)
 	appGroup.Post("/webhooks/gwa/:id/reprocesar", admin, s.reprocessWebhook)
 	appGroup.Get("/pagos/intentos", admin, s.listAttempts)
+	appGroup.Get("/pagos/intentos/:id", admin, s.showAttempt)
 	appGroup.Get("/api-tokens", admin, s.listTokens)
 	appGroup.Post("/api-tokens", admin, s.createToken)
 	appGroup.Get("/api-tokens/:id", admin, s.showToken)
@@ -62,12 +65,36 @@ func (s *Server) routes(app *fiber.App) {
 
 	if s.jobsUI != nil {
 		jobsUI := adaptor.HTTPHandler(s.jobsUI)
-		appGroup.All("/jobs", admin, jobsUI)
-		appGroup.All("/jobs/*", admin, jobsUI)
+		appGroup.All("/jobs", admin, linkBackToConsole, jobsUI)
+		appGroup.All("/jobs/*", admin, linkBackToConsole, jobsUI)
 	}
 
 	app.Use(func(*fiber.Ctx) error { return fiber.ErrNotFound })
 	s.methods = newRouteTable(app.GetRoutes(true))
+}
+
+var bodyTag = regexp.MustCompile(`<body[^>]*>`)
+
+// consoleLink is put at the top of River's UI, a single-page app of its own
+// with no way back to the console. (River's UI is outside our CSP, see
+// secureHeaders, so the inline style is allowed there.)
+const consoleLink = `<a href="/app" style="display:block;padding:.5rem 1rem;background:#111827;color:#fff;font:600 14px system-ui,sans-serif;text-decoration:none">← Volver a Pasarela</a>`
+
+// linkBackToConsole adds consoleLink to the HTML pages of River's UI.
+func linkBackToConsole(c *fiber.Ctx) error {
+	if err := c.Next(); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(string(c.Response().Header.ContentType()), "text/html") {
+		return nil
+	}
+	body := c.Response().Body()
+	if loc := bodyTag.FindIndex(body); loc != nil {
+		out := make([]byte, 0, len(body)+len(consoleLink))
+		out = append(append(append(out, body[:loc[1]]...), consoleLink...), body[loc[1]:]...)
+		c.Response().SetBodyRaw(out)
+	}
+	return nil
 }
 
 func (s *Server) home(c *fiber.Ctx) error {

@@ -79,6 +79,10 @@ func New(d Deps) (*fiber.App, error) {
 	engine.AddFunc("asset", assets.URL)
 	engine.AddFunc("localtime", localTime)
 	engine.AddFunc("dict", dict)
+	engine.AddFunc("money", money)
+	engine.AddFunc("eventLabel", eventLabel)
+	engine.AddFunc("envLabel", envLabel)
+	engine.AddFunc("badge", badgeFor)
 	if err := engine.Load(); err != nil {
 		return nil, fmt.Errorf("parse templates: %w", err)
 	}

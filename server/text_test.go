@@ -40,3 +40,54 @@ func TestMinutesTextRoundsUpAsRetryAfterDoes(t *testing.T) {
 		}
 	}
 }
+
+func TestMoneyIsWrittenAsInChile(t *testing.T) {
+	s := func(v string) *string { return &v }
+	cases := []struct {
+		amount   any
+		currency string
+		want     string
+	}{
+		{s("15990.00"), "CLP", "$15.990"},
+		{s("12345678"), "CLP", "$12.345.678"},
+		{s("999999999999999999.99"), "CLP", "$999.999.999.999.999.999,99"}, // never rounded away
+		{s("-3.00"), "CLP", "-$3"},
+		{s("1234.5"), "USD", "USD 1.234,50"},
+		{s("0.07"), "usd", "USD 0,07"},
+		{s("100"), "", "100,00"},
+		{s("1.2345"), "CLF", "CLF 1,2345"},
+		{(*string)(nil), "CLP", "—"},
+		{"", "CLP", "—"},
+	}
+	for _, tc := range cases {
+		if got := money(tc.amount, tc.currency); got != tc.want {
+			t.Errorf("money(%v, %q) = %q, want %q", tc.amount, tc.currency, got, tc.want)
+		}
+	}
+}
+
+func TestEventsAndStatesHaveSpanishLabels(t *testing.T) {
+	events := map[string]string{
+		"SALE_APPROVED": "Venta aprobada", "SALE_REJECTED": "Venta rechazada", "SALE_REVERSED": "Reverso",
+		"CHARGEBACK": "Contracargo", "REFUND_CREATED": "REFUND_CREATED (evento desconocido)",
+	}
+	for event, want := range events {
+		if got := eventLabel(event); got != want {
+			t.Errorf("eventLabel(%q) = %q, want %q", event, got, want)
+		}
+	}
+	for env, want := range map[string]string{"test": "Pruebas", "production": "Producción", "sandbox": "Sandbox"} {
+		if got := envLabel(env); got != want {
+			t.Errorf("envLabel(%q) = %q, want %q", env, got, want)
+		}
+	}
+	for _, st := range []string{"pendiente", "pagado", "aprobado", "rechazado", "reversado", "contracargo", "desconocido", "activo", "revocado"} {
+		b := badgeFor(st)
+		if b.Label == st || b.Tone == "" {
+			t.Errorf("state %q has no label or tone: %+v", st, b)
+		}
+	}
+	if b := badgeFor("algo_nuevo"); b.Label != "algo_nuevo" || b.Tone != "neutral" {
+		t.Errorf("an unknown state shows as it came, neutral: %+v", b)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
 
@@ -43,6 +44,13 @@ func (s *Server) listWebhooks(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
+		if last := lastPage(total); page > last {
+			// Past the end: the last page, never an empty range.
+			page = last
+			if rows, total, err = s.store.Webhooks(ctx, s.db, f, page); err != nil {
+				return err
+			}
+		}
 		data.Rows = rows
 		data.Pager = newPager(c.Path(), queryValues(c), page, len(rows), total)
 	}
@@ -59,6 +67,7 @@ type webhookPage struct {
 	Page
 	Webhook *db.Webhook
 	Pretty  string
+	Back    string
 }
 
 func (s *Server) showWebhook(c *fiber.Ctx) error {
@@ -66,12 +75,61 @@ func (s *Server) showWebhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	data := webhookPage{Page: s.page(c, "Notificación "+w.NotificationID), Webhook: w, Pretty: w.Payload}
-	var buf bytes.Buffer
-	if json.Indent(&buf, []byte(w.Payload), "", "  ") == nil {
-		data.Pretty = buf.String()
-	}
+	data := webhookPage{Page: s.page(c, "Notificación "+w.NotificationID), Webhook: w,
+		Pretty: prettyJSON([]byte(w.Payload)), Back: backTo(c, "/app/webhooks/gwa")}
 	return s.render(c, fiber.StatusOK, "pages/webhooks/show", "", data)
+}
+
+// prettyJSON indents a JSON document for reading; anything else is shown as it is.
+func prettyJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if json.Indent(&buf, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// backTo is where a detail page's back link goes: the list the user came from,
+// with its page and filters (the Referer, when it is that list on this site),
+// else the list itself.
+func backTo(c *fiber.Ctx, list string) string {
+	ref, err := url.Parse(c.Get(fiber.HeaderReferer))
+	if err != nil || ref.Host != c.Hostname() || ref.Path != list {
+		return list
+	}
+	return ref.RequestURI()
+}
+
+// lastPage is the number of the last page of a list of total rows (1 when empty).
+func lastPage(total int) int {
+	return max(1, (total+db.PageSize-1)/db.PageSize)
+}
+
+type attemptPage struct {
+	Page
+	Attempt   *db.Attempt
+	Pretty    string
+	Back      string
+	LinkIsWeb bool
+}
+
+func (s *Server) showAttempt(c *fiber.Ctx) error {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id < 1 {
+		return fiber.NewError(fiber.StatusNotFound, "No existe ese intento de pago.")
+	}
+	a, err := s.store.Attempt(c.UserContext(), s.db, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return fiber.NewError(fiber.StatusNotFound, "No existe ese intento de pago.")
+	}
+	if err != nil {
+		return err
+	}
+	link, _ := url.Parse(a.PaymentLink)
+	data := attemptPage{Page: s.page(c, fmt.Sprintf("Intento de pago %d", a.ID)), Attempt: a,
+		Pretty: prettyJSON(a.Params), Back: backTo(c, "/app/pagos/intentos"),
+		LinkIsWeb: link != nil && (link.Scheme == "https" || link.Scheme == "http") && link.Host != ""}
+	return s.render(c, fiber.StatusOK, "pages/attempts/show", "", data)
 }
 
 // reprocessWebhook queues the notification's processing again, marking it
@@ -127,6 +185,12 @@ func (s *Server) listAttempts(c *fiber.Ctx) error {
 		rows, total, err := s.store.Attempts(c.UserContext(), s.db, f, page)
 		if err != nil {
 			return err
+		}
+		if last := lastPage(total); page > last {
+			page = last
+			if rows, total, err = s.store.Attempts(c.UserContext(), s.db, f, page); err != nil {
+				return err
+			}
 		}
 		data.Rows = rows
 		data.Pager = newPager(c.Path(), queryValues(c), page, len(rows), total)

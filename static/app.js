@@ -1,19 +1,69 @@
-// Pasarela's only script of its own: wires htmx to the session's CSRF token and
-// shows error responses of htmx requests in the alert area.
+// Pasarela's only script of its own: wires htmx to the session's CSRF token,
+// shows error responses of htmx requests in the alert area, keeps filter URLs
+// clean, moves focus after a swap, opens the phone menu, copies secrets.
 (function () {
   "use strict";
   var token = document.querySelector('meta[name="csrf-token"]');
-  document.body.addEventListener("htmx:configRequest", function (evt) {
+  var body = document.body;
+
+  body.addEventListener("htmx:configRequest", function (evt) {
     if (token) evt.detail.headers["X-CSRF-Token"] = token.content;
-  });
-  document.body.addEventListener("htmx:responseError", function (evt) {
-    var alerts = document.getElementById("alerts");
-    if (alerts && evt.detail.xhr.getResponseHeader("Content-Type").indexOf("text/html") === 0) {
-      alerts.innerHTML = evt.detail.xhr.responseText;
+    // A filter left empty is no filter: keep it out of the (pushed) URL.
+    if (evt.detail.verb === "get") {
+      var params = evt.detail.parameters;
+      Object.keys(params).forEach(function (k) {
+        if (params[k] === "" || k === "_csrf") delete params[k];
+      });
     }
   });
-  document.body.addEventListener("htmx:sendError", function () {
+
+  function alertArea(html) {
     var alerts = document.getElementById("alerts");
-    if (alerts) alerts.innerHTML = '<div class="alert alert-error" role="alert">Sin conexión con el servidor. Intente de nuevo.</div>';
+    if (alerts) alerts.innerHTML = html;
+  }
+  body.addEventListener("htmx:responseError", function (evt) {
+    var type = evt.detail.xhr.getResponseHeader("Content-Type") || "";
+    if (type.indexOf("text/html") === 0) alertArea(evt.detail.xhr.responseText);
+  });
+  body.addEventListener("htmx:sendError", function () {
+    alertArea('<div class="alert alert-error" role="alert">Sin conexión con el servidor. Intente de nuevo.</div>');
+  });
+
+  // When the element that asked for the swap is gone (a pager link, a form
+  // replaced by its result), focus would fall to <body>: move it to the new
+  // region instead, so keyboard and screen-reader users stay in place.
+  body.addEventListener("htmx:afterSwap", function (evt) {
+    var trigger = evt.detail.requestConfig && evt.detail.requestConfig.elt;
+    if (trigger && document.contains(trigger) && trigger !== evt.detail.target) return;
+    var region = evt.detail.target;
+    if (!document.contains(region)) region = document.getElementById(region.id) || document.getElementById("content");
+    if (!region) return;
+    if (!region.hasAttribute("tabindex")) region.setAttribute("tabindex", "-1");
+    region.focus({ preventScroll: false });
+  });
+
+  // Phone menu: the sidebar hides behind a button below 900 px.
+  var menu = document.getElementById("menu-button");
+  var sidebar = document.getElementById("sidebar");
+  if (menu && sidebar) {
+    var setOpen = function (open) {
+      menu.setAttribute("aria-expanded", open ? "true" : "false");
+      sidebar.classList.toggle("open", open);
+    };
+    menu.addEventListener("click", function () { setOpen(menu.getAttribute("aria-expanded") !== "true"); });
+    document.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && menu.getAttribute("aria-expanded") === "true") { setOpen(false); menu.focus(); }
+    });
+  }
+
+  // Copy buttons: data-copy names the element whose data-token is copied.
+  body.addEventListener("click", function (e) {
+    var btn = e.target.closest("[data-copy]");
+    if (!btn) return;
+    var src = document.getElementById(btn.getAttribute("data-copy"));
+    if (!src || !navigator.clipboard) return;
+    navigator.clipboard.writeText(src.getAttribute("data-token") || src.textContent).then(function () {
+      btn.textContent = "Copiado";
+    });
   });
 })();
