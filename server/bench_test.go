@@ -310,6 +310,7 @@ func postRaw(client *fasthttp.Client, base string, body []byte, sig string) (int
 	}
 	return resp.StatusCode(), append([]byte(nil), resp.Body()...), nil
 }
+
 // BenchmarkPages measures the server time of every page of the console on the
 // seeded database, as an admin sees it. Baseline: /healthz through the same
 // stack (routing, middleware, logging), in the same run. Target: p95 ≤ 30 ms.
