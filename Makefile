@@ -7,6 +7,8 @@ BIN        := bin/pasarela
 TEST_PGDIR ?= $(or $(TMPDIR),/tmp)/pasarela-test-$(shell id -u)
 # Front-end libraries, pinned; `make vendor` fetches them from the npm registry.
 HTMX_VERSION := 2.0.8
+# axe-core checks pages for accessibility in the browser tests only; it is never served.
+AXE_VERSION  := 4.14.1
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT  := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
@@ -59,7 +61,10 @@ vendor:
 	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent htmx.org@$(HTMX_VERSION) >/dev/null && \
 	  tar xzf htmx.org-$(HTMX_VERSION).tgz && \
 	  cp package/dist/htmx.min.js package/LICENSE $(CURDIR)/static/vendor/htmx/ && rm -rf $$tmp
-	@echo "static/vendor updated: htmx $(HTMX_VERSION)"
+	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
+	  tar xzf axe-core-$(AXE_VERSION).tgz && mkdir -p $(CURDIR)/server/testdata/axe && \
+	  cp package/axe.min.js package/LICENSE $(CURDIR)/server/testdata/axe/ && rm -rf $$tmp
+	@echo "static/vendor updated: htmx $(HTMX_VERSION); server/testdata/axe: axe-core $(AXE_VERSION)"
 
 clean:
 	rm -rf bin

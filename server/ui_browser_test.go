@@ -1,0 +1,169 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"pasarela/db"
+)
+
+// seedRealistic fills the console the way a real one looks: long e-mails and
+// references, eight-digit amounts, every event, attempts with long links.
+func seedRealistic(t *testing.T, b *bundle) (webhookID, attemptID int64) {
+	t.Helper()
+	ctx := context.Background()
+	events := []string{"SALE_APPROVED", "SALE_REJECTED", "SALE_REVERSED", "CHARGEBACK", "REFUND_CREATED"}
+	for i := 0; i < 120; i++ {
+		ev := events[i%len(events)]
+		amount := fmt.Sprintf("%d.00", 12345678+i)
+		ref := fmt.Sprintf("ORD-2026-11-%06d-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA", i)
+		w := &db.Webhook{NotificationID: fmt.Sprintf("evt_2026_11_22_%06d_%s", i, strings.Repeat("x", 40)), Event: ev,
+			Status: db.StatusForEvent(ev), Reference: ref, PaymentID: fmt.Sprintf("pay_%016x", i*7919),
+			PayerEmail: fmt.Sprintf("maria.fernanda.gonzalez-valenzuela.%d@empresa-distribuidora-del-sur.cl", i),
+			Amount: &amount, Currency: "CLP", GatewayStatus: "APPROVED", Environment: db.EnvProduction, Verified: i%7 != 0,
+			IP: "203.0.113.7", Payload: fmt.Sprintf(`{"id":"evt-%d","event":%q,"data":{"reference":%q,"amount":%q}}`, i, ev, ref, amount)}
+		_, err := b.store.InsertWebhook(ctx, b.env.Pool, w)
+		require.NoError(t, err)
+		webhookID = w.ID
+	}
+	for i := 0; i < 60; i++ {
+		params, _ := json.Marshal(map[string]string{"reference": fmt.Sprintf("ORD-2026-11-%06d-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA", i),
+			"payment_link": "https://pagos.example.cl/checkout/" + strings.Repeat("a1b2c3d4", 12), "email": "comprador@example.com"})
+		a := &db.Attempt{Reference: fmt.Sprintf("ORD-2026-11-%06d-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA", i),
+			PaymentLink: "https://pagos.example.cl/checkout/" + strings.Repeat("a1b2c3d4", 12),
+			Email:       fmt.Sprintf("maria.fernanda.gonzalez-valenzuela.%d@empresa-distribuidora-del-sur.cl", i), IP: "198.51.100.23",
+			UserAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+			Params:    params}
+		require.NoError(t, b.store.RecordAttempt(ctx, b.env.DB, a))
+		attemptID = a.ID
+	}
+	require.NoError(t, b.store.CreateAPIToken(ctx, b.env.DB, &db.APIToken{Name: "tienda web de la sucursal de Providencia (producción)",
+		TokenHash: []byte("realistic-token-hash-000000000001"), Prefix: "psk_9f3a"}))
+	b.configureGWA(t, "production", testSecret)
+	return webhookID, attemptID
+}
+
+var viewports = []struct {
+	name          string
+	width, height int64
+}{{"1366", 1366, 900}, {"390", 390, 844}}
+
+// TestBrowserEveryPageHoldsItsLayoutAndPassesAxe opens every page at a laptop
+// and a phone width: nothing scrolls sideways, and axe-core finds no serious
+// or critical violation. PASARELA_SCREENSHOTS=dir keeps a screenshot of each.
+func TestBrowserEveryPageHoldsItsLayoutAndPassesAxe(t *testing.T) {
+	b := setup(t)
+	webhookID, attemptID := seedRealistic(t, b)
+	base := serve(t, b)
+	ctx := chromium(t)
+	axe, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
+	require.NoError(t, err, "axe-core comes from `make vendor`")
+	shots := os.Getenv("PASARELA_SCREENSHOTS")
+
+	pages := []string{
+		"/app", "/app/webhooks/gwa", "/app/webhooks/gwa?page=3", fmt.Sprintf("/app/webhooks/gwa/%d", webhookID),
+		"/app/webhooks/gwa?q=nada-coincide", "/app/pagos/intentos", fmt.Sprintf("/app/pagos/intentos/%d", attemptID),
+		"/app/pasarelas", "/app/api-tokens", "/modules", "/app/perfil", "/app/no-existe",
+		"/gwa/retorno?reference=ORD-2026-11-000001-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA",
+	}
+	login(t, ctx, base)
+	for _, vp := range viewports {
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(vp.width, vp.height)))
+		for _, p := range pages {
+			require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+p), chromedp.WaitReady("body")), p)
+			widths, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`))
+			require.NoError(t, err)
+			if widths[0] > widths[1] {
+				t.Errorf("%s at %s px scrolls sideways: %d px wide", p, vp.name, widths[0])
+			}
+			_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](string(axe)+";true"))
+			require.NoError(t, err)
+			found, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`axe.run(document, {resultTypes: ["violations"]}).then(r =>
+				r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
+				 .map(v => v.id + " (" + v.impact + "): " + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(" | ")))`,
+				chromedp.EvalAwaitPromise))
+			require.NoError(t, err)
+			for _, v := range found {
+				t.Errorf("%s at %s px: axe: %s", p, vp.name, v)
+			}
+			if shots != "" {
+				png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+				require.NoError(t, err)
+				name := strings.NewReplacer("/", "_", "?", "_", "=", "_").Replace(strings.TrimPrefix(p, "/"))
+				require.NoError(t, os.WriteFile(filepath.Join(shots, vp.name+"-"+name+".png"), png, 0o644))
+			}
+		}
+	}
+}
+
+func TestBrowserPhoneMenuOpensAndClosesFromTheKeyboard(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+	login(t, ctx, base)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base+"/app/webhooks/gwa"),
+		chromedp.WaitVisible(css("#menu-button"))))
+	state := func() (string, bool) {
+		t.Helper()
+		expanded, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("menu-button").getAttribute("aria-expanded")`))
+		require.NoError(t, err)
+		visible, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`getComputedStyle(document.getElementById("sidebar")).display !== "none"`))
+		require.NoError(t, err)
+		return expanded, visible
+	}
+	expanded, visible := state()
+	require.Equal(t, "false", expanded)
+	require.False(t, visible, "the sidebar hides behind the menu on a phone")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(css("#menu-button")), chromedp.KeyEvent("\r")))
+	expanded, visible = state()
+	require.Equal(t, "true", expanded)
+	require.True(t, visible, "Enter on the menu button opens the menu")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.KeyEvent("\u001b"))) // Escape
+	expanded, visible = state()
+	require.Equal(t, "false", expanded)
+	require.False(t, visible, "Escape closes it")
+	focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))
+	require.NoError(t, err)
+	require.Equal(t, "menu-button", focused, "focus goes back to the button")
+}
+
+func TestBrowserFocusStaysInTheListAfterPaging(t *testing.T) {
+	b := setup(t)
+	ctx0 := context.Background()
+	for i := 0; i < 60; i++ {
+		_, err := b.store.InsertWebhook(ctx0, b.env.Pool, &db.Webhook{NotificationID: fmt.Sprintf("evt-%03d", i), Event: "SALE_APPROVED",
+			Status: "aprobado", Reference: fmt.Sprintf("ORD-%03d", i), Environment: "test", Payload: "{}"})
+		require.NoError(t, err)
+	}
+	base := serve(t, b)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+	login(t, ctx, base)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/app/webhooks/gwa"), chromedp.WaitVisible(css(`a[rel="next"]`)),
+		chromedp.Focus(css(`a[rel="next"]`)), chromedp.KeyEvent("\r"), chromedp.WaitVisible(css(`[data-range-from="51"]`))))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		inside, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("webhook-list").contains(document.activeElement)`))
+		require.NoError(t, err)
+		if inside {
+			break
+		}
+		if time.Now().After(deadline) {
+			tag, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.tagName`))
+			t.Fatalf("after paging, focus is on %s, not in the list", tag)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
