@@ -29,7 +29,7 @@ func seedRealistic(t *testing.T, b *bundle) (webhookID, attemptID int64) {
 		w := &db.Webhook{NotificationID: fmt.Sprintf("evt_2026_11_22_%06d_%s", i, strings.Repeat("x", 40)), Event: ev,
 			Status: db.StatusForEvent(ev), Reference: ref, PaymentID: fmt.Sprintf("pay_%016x", i*7919),
 			PayerEmail: fmt.Sprintf("maria.fernanda.gonzalez-valenzuela.%d@empresa-distribuidora-del-sur.cl", i),
-			Amount: &amount, Currency: "CLP", GatewayStatus: "APPROVED", Environment: db.EnvProduction, Verified: i%7 != 0,
+			Amount:     &amount, Currency: "CLP", GatewayStatus: "APPROVED", Environment: db.EnvProduction, Verified: i%7 != 0,
 			IP: "203.0.113.7", Payload: fmt.Sprintf(`{"id":"evt-%d","event":%q,"data":{"reference":%q,"amount":%q}}`, i, ev, ref, amount)}
 		_, err := b.store.InsertWebhook(ctx, b.env.Pool, w)
 		require.NoError(t, err)
