@@ -110,6 +110,9 @@ func money(amount any, currency string) string {
 	// Keep what the amount has beyond the currency's usual decimals: an amount
 	// is never rounded for display.
 	frac = strings.TrimRight(frac, "0")
+	if len(frac) > decimals { // cents on a currency without them: shown as cents
+		decimals = max(decimals, 2)
+	}
 	if len(frac) < decimals {
 		frac += strings.Repeat("0", decimals-len(frac))
 	}

@@ -19,6 +19,8 @@ type Page struct {
 	Unread int
 	// TZ is the user's time zone; dates are shown in it.
 	TZ string
+	// Charts loads uPlot and its stylesheet on the page.
+	Charts bool
 }
 
 // page fills the common data of a page for the current request and consumes

@@ -43,6 +43,7 @@ func (s *Server) routes(app *fiber.App) {
 	// Session required.
 	appGroup := app.Group("/app", requireUser)
 	appGroup.Get("/", s.home)
+	appGroup.Post("/panel/aviso-silencio", requireModule(db.ModuleAdmin), s.saveSilenceAlert)
 	appGroup.Get("/perfil", s.showProfile)
 	appGroup.Post("/perfil", s.saveProfile)
 
@@ -95,10 +96,6 @@ func linkBackToConsole(c *fiber.Ctx) error {
 		c.Response().SetBodyRaw(out)
 	}
 	return nil
-}
-
-func (s *Server) home(c *fiber.Ctx) error {
-	return s.render(c, fiber.StatusOK, "pages/home/index", "", s.page(c, "Panel"))
 }
 
 func (s *Server) healthz(c *fiber.Ctx) error {

@@ -75,14 +75,8 @@ func New(d Deps) (*fiber.App, error) {
 		log: d.Logger, assets: assets, csrf: newCSRFKey(d.Config.AppSecret), box: box,
 		upstream: &http.Client{Timeout: d.UpstreamTimeout},
 	}
-	engine := html.NewFileSystem(http.FS(views.FS), ".html")
+	engine := newEngine(http.FS(views.FS))
 	engine.AddFunc("asset", assets.URL)
-	engine.AddFunc("localtime", localTime)
-	engine.AddFunc("dict", dict)
-	engine.AddFunc("money", money)
-	engine.AddFunc("eventLabel", eventLabel)
-	engine.AddFunc("envLabel", envLabel)
-	engine.AddFunc("badge", badgeFor)
 	if err := engine.Load(); err != nil {
 		return nil, fmt.Errorf("parse templates: %w", err)
 	}
@@ -104,6 +98,24 @@ func New(d Deps) (*fiber.App, error) {
 	app.Hooks().OnShutdown(func() error { s.ingest.close(); s.rejections.close(); return nil })
 	s.routes(app)
 	return app, nil
+}
+
+// newEngine is the template engine with the app's functions.
+//
+// Layouts write {{with embed}}{{fail .}}{{end}}, not {{embed}}: the engine's
+// embed returns only an error, which a template prints as a value, so a page
+// that failed to render showed the error's text inside a 200 page. fail turns
+// it back into an error: the render fails and the user gets the 500 page.
+func newEngine(fs http.FileSystem) *html.Engine {
+	engine := html.NewFileSystem(fs, ".html")
+	engine.AddFunc("fail", func(err error) (string, error) { return "", err })
+	engine.AddFunc("localtime", localTime)
+	engine.AddFunc("dict", dict)
+	engine.AddFunc("money", money)
+	engine.AddFunc("eventLabel", eventLabel)
+	engine.AddFunc("envLabel", envLabel)
+	engine.AddFunc("badge", badgeFor)
+	return engine
 }
 
 // dict builds a map for passing several values to a partial: dict "k" v "k2" v2.

@@ -1,8 +1,12 @@
 package server
 
 import (
+	"bytes"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"unicode/utf8"
 )
 
@@ -52,6 +56,7 @@ func TestMoneyIsWrittenAsInChile(t *testing.T) {
 		{s("12345678"), "CLP", "$12.345.678"},
 		{s("999999999999999999.99"), "CLP", "$999.999.999.999.999.999,99"}, // never rounded away
 		{s("-3.00"), "CLP", "-$3"},
+		{s("1000.5"), "CLP", "$1.000,50"}, // cents on a peso amount are shown, not rounded
 		{s("1234.5"), "USD", "USD 1.234,50"},
 		{s("0.07"), "usd", "USD 0,07"},
 		{s("100"), "", "100,00"},
@@ -89,5 +94,27 @@ func TestEventsAndStatesHaveSpanishLabels(t *testing.T) {
 	}
 	if b := badgeFor("algo_nuevo"); b.Label != "algo_nuevo" || b.Tone != "neutral" {
 		t.Errorf("an unknown state shows as it came, neutral: %+v", b)
+	}
+}
+
+func TestAPageThatFailsToRenderIsAnErrorNotItsTextInTheLayout(t *testing.T) {
+	layout, err := os.ReadFile("../views/layouts/base.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := fstest.MapFS{
+		"layouts/base.html":   {Data: layout},
+		"pages/broken.html":   {Data: []byte(`<p>{{.Missing.Field}}</p>`)},
+		"partials/flash.html": {Data: []byte(``)},
+	}
+	engine := newEngine(http.FS(files))
+	engine.AddFunc("asset", func(string) string { return "" })
+	if err := engine.Load(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = engine.Render(&out, "pages/broken", Page{Title: "x"}, "layouts/base")
+	if err == nil {
+		t.Fatalf("a page that cannot render must fail, got a page: %s", out.String())
 	}
 }

@@ -67,3 +67,28 @@
     });
   });
 })();
+
+// Charts: an element with data-points="[[unix seconds…], [values…]]" becomes a
+// uPlot chart (loaded only on pages that chart), redrawn to its width.
+(function () {
+  "use strict";
+  function draw(el) {
+    if (!window.uPlot || el.dataset.drawn) return;
+    var data = JSON.parse(el.dataset.points);
+    el.dataset.drawn = "1";
+    var opts = {
+      width: Math.max(el.clientWidth, 200), height: 200,
+      legend: { show: false },
+      // Hours in the user's time zone, as every date of the console.
+      tzDate: function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), el.dataset.tz || "UTC"); },
+      scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(max, 1)]; } } },
+      axes: [{ stroke: "#59636e" }, { stroke: "#59636e" }],
+      series: [{}, { label: "Notificaciones", stroke: "#4338ca", fill: "rgba(67,56,202,.12)", width: 2, points: { show: false } }]
+    };
+    var chart = new window.uPlot(opts, data, el);
+    window.addEventListener("resize", function () { chart.setSize({ width: Math.max(el.clientWidth, 200), height: 200 }); });
+  }
+  function drawAll() { document.querySelectorAll("[data-points]").forEach(draw); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", drawAll); else drawAll();
+  document.body.addEventListener("htmx:afterSettle", drawAll);
+})();

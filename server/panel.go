@@ -1,0 +1,103 @@
+package server
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"pasarela/db"
+)
+
+// panelPage is the console's home: figures of the last 24 h for each module
+// the user has. Later modules add their tiles beside Payments.
+type panelPage struct {
+	Page
+	Payments *paymentTiles
+}
+
+// paymentTiles are the Administración module's figures.
+type paymentTiles struct {
+	db.PanelFigures
+	Statuses []string
+	// HourlyJSON feeds the chart: [[unix seconds…], [counts…]].
+	HourlyJSON string
+	// Silent is set when production has had no notification for longer than
+	// SilenceMinutes (0: the warning is off).
+	Silent         bool
+	SilenceMinutes int
+	Production     bool
+	Problem        string
+}
+
+func (s *Server) home(c *fiber.Ctx) error {
+	data, err := s.panelData(c)
+	if err != nil {
+		return err
+	}
+	return s.render(c, fiber.StatusOK, "pages/home/index", "", data)
+}
+
+func (s *Server) panelData(c *fiber.Ctx) (panelPage, error) {
+	data := panelPage{Page: s.page(c, "Panel")}
+	data.Charts = true
+	u := currentUser(c)
+	if !u.HasModule(db.ModuleAdmin) {
+		return data, nil
+	}
+	ctx := c.UserContext()
+	now := time.Now()
+	figures, err := s.store.Panel(ctx, s.db, now)
+	if err != nil {
+		return data, err
+	}
+	minutes, err := s.store.SilenceAlertMinutes(ctx, s.db)
+	if err != nil {
+		return data, err
+	}
+	env, _, err := s.gwaSecret(ctx)
+	if err != nil {
+		return data, err
+	}
+	t := &paymentTiles{PanelFigures: figures, Statuses: db.WebhookStatuses, SilenceMinutes: minutes,
+		Production: env == db.EnvProduction}
+	if minutes > 0 && t.Production {
+		t.Silent = figures.LastAt == nil || now.Sub(*figures.LastAt) > time.Duration(minutes)*time.Minute
+	}
+	xs, ys := make([]int64, len(figures.Hourly)), make([]int64, len(figures.Hourly))
+	for i, h := range figures.Hourly {
+		xs[i], ys[i] = h.Hour.Unix(), h.N
+	}
+	b, err := json.Marshal([][]int64{xs, ys})
+	if err != nil {
+		return data, err
+	}
+	t.HourlyJSON = string(b)
+	data.Payments = t
+	return data, nil
+}
+
+// saveSilenceAlert sets after how many minutes without a notification in
+// production the Panel warns (0 turns the warning off).
+func (s *Server) saveSilenceAlert(c *fiber.Ctx) error {
+	minutes, err := strconv.Atoi(strings.TrimSpace(c.FormValue("minutos")))
+	if err != nil || minutes < 0 || minutes > 7*24*60 {
+		data, derr := s.panelData(c)
+		if derr != nil {
+			return derr
+		}
+		data.Payments.Problem = "Escriba un número de minutos entre 0 (sin aviso) y 10080 (una semana)."
+		return s.render(c, fiber.StatusUnprocessableEntity, "pages/home/index", "", data)
+	}
+	if err := s.store.SetSilenceAlertMinutes(c.UserContext(), s.db, minutes); err != nil {
+		return err
+	}
+	if minutes == 0 {
+		s.setFlash(c, "Aviso de silencio desactivado.")
+	} else {
+		s.setFlash(c, "Se avisará si producción pasa "+strconv.Itoa(minutes)+" minutos sin notificaciones.")
+	}
+	return redirectAfterPost(c, "/app")
+}
