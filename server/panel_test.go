@@ -60,7 +60,7 @@ func TestPanelShowsTheLast24HoursFromRowsStored(t *testing.T) {
 	resp, doc := br.get("/app")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	figure := func(name string) string {
-		return strings.Join(strings.Fields(doc.Find(`[data-figure="` + name + `"] .tile-value`).Text()), " ")
+		return strings.Join(strings.Fields(doc.Find(`[data-figure="`+name+`"] .tile-value`).Text()), " ")
 	}
 	require.Equal(t, "4", figure("received"), "five stored, one older than 24 h")
 	require.Equal(t, "$12.346.678,50", figure("approved-amount"), "12,345,678 + 1,000.50 approved, never rounded")
