@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,7 +181,8 @@ func waitProcessed(tb testing.TB, bb *bundle, n int) {
 }
 
 // BenchmarkWebhookList1M measures the server time of the webhook list with a
-// million stored notifications: page 1, page 2,000 and a filtered search, each
+// million stored notifications: page 1, page 2,000, a filtered search and the
+// Panel (/app, its figures from the hourly counts), each
 // against the raw query for 50 newest rows as the baseline. Target: p95 ≤ 30 ms.
 func BenchmarkWebhookList1M(b *testing.B) {
 	const rows, runs = 1_000_000, 200
@@ -204,6 +206,7 @@ func BenchmarkWebhookList1M(b *testing.B) {
 		{"page2000", "/app/webhooks/gwa?page=2000"},
 		{"page20000", "/app/webhooks/gwa?page=20000"},
 		{"search", "/app/webhooks/gwa?q=" + url.QueryEscape("ORD-765432") + "&status=aprobado"},
+		{"panel", "/app"},
 	}
 	// Sanity: each page shows what it should before it is timed.
 	_, doc := br.get(cases[1].path)
@@ -214,6 +217,10 @@ func BenchmarkWebhookList1M(b *testing.B) {
 	require.Equal(b, "50", doc.Find("tr[data-id]").First().AttrOr("data-id", ""), "the last page holds the 50 oldest")
 	_, doc = br.get(cases[3].path)
 	require.Equal(b, 1, doc.Find("tr[data-id]").Length())
+	_, doc = br.get("/app")
+	received, err := strconv.Atoi(doc.Find(`[data-figure="received"] .tile-value`).Text())
+	require.NoError(b, err)
+	require.Greater(b, received, 23*3600, "the Panel counts the last 24 h (one notification a second)")
 
 	b.ResetTimer()
 	baseline, _ := latencies(b, 1, runs, func(int) error {
@@ -277,6 +284,9 @@ func load1M(tb testing.TB, pool *pgxpool.Pool, n int) {
 	exec(`INSERT INTO gwa_webhook_processed (webhook_id, processed_at) SELECT id, received_at FROM gwa_webhooks`)
 	exec(`INSERT INTO gwa_webhook_counts (bucket, event, status, slot, n)
 		SELECT id / 10000, event, status, 0, count(*) FROM gwa_webhooks GROUP BY 1, 2, 3`)
+	exec(`INSERT INTO gwa_webhook_hourly (hour, status, currency, slot, n, amount)
+		SELECT date_trunc('hour', received_at), status, currency, 0, count(*), COALESCE(sum(amount), 0)
+		FROM gwa_webhooks GROUP BY 1, 2, 3`)
 	exec(`SET maintenance_work_mem = '512MB'`)
 	for _, def := range defs {
 		exec(def)
