@@ -82,7 +82,13 @@
       // Hours in the user's time zone, as every date of the console.
       tzDate: function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), el.dataset.tz || "UTC"); },
       scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, Math.max(max, 1)]; } } },
-      axes: [{ stroke: "#59636e" }, { stroke: "#59636e" }],
+      // Hours as 24-hour clock times, as dates are written everywhere else.
+      axes: [{ stroke: "#59636e", values: function (u, splits) {
+        return splits.map(function (v) {
+          var d = window.uPlot.tzDate(new Date(v * 1e3), el.dataset.tz || "UTC");
+          return ("0" + d.getHours()).slice(-2) + ":" + ("0" + d.getMinutes()).slice(-2);
+        });
+      } }, { stroke: "#59636e" }],
       series: [{}, { label: "Notificaciones", stroke: "#4338ca", fill: "rgba(67,56,202,.12)", width: 2, points: { show: false } }]
     };
     var chart = new window.uPlot(opts, data, el);
