@@ -107,3 +107,27 @@ func TestPanelWarnsWhenProductionIsSilent(t *testing.T) {
 	_, doc = br.get("/app")
 	require.Empty(t, doc.Find("#silence-alert").Nodes, "a notification just arrived")
 }
+
+func TestEmptyListsTellNoDataFromNoMatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	br := b.browser(t)
+	br.login(adminEmail)
+	cases := []struct{ path, want, clear string }{
+		{"/app/webhooks/gwa", "no-data", ""},
+		{"/app/webhooks/gwa?status=rechazado", "no-match", "/app/webhooks/gwa"},
+		{"/app/pagos/intentos", "no-data", ""},
+		{"/app/pagos/intentos?q=ORD-NADA", "no-match", "/app/pagos/intentos"},
+		{"/app/api-tokens", "no-data", ""},
+	}
+	for _, tc := range cases {
+		_, doc := br.get(tc.path)
+		empty := doc.Find("[data-empty]")
+		require.Equal(t, tc.want, empty.AttrOr("data-empty", ""), tc.path)
+		if tc.clear != "" {
+			require.Equal(t, tc.clear, empty.Find("a").AttrOr("href", ""), "%s offers to clear the filters", tc.path)
+		} else {
+			require.NotEmpty(t, strings.TrimSpace(empty.Find("strong").Text()), "%s says there is nothing yet", tc.path)
+		}
+	}
+}
