@@ -84,7 +84,16 @@ func (f ListFilter) applyAttempts(q *bun.SelectQuery) *bun.SelectQuery {
 	if f.Q != "" {
 		q = wherePrefix(q, f.Q, []string{"a.reference"}, "a.email")
 	}
+	if f.Reference != "" {
+		q = q.Where("a.reference = ?", f.Reference)
+	}
 	return q
+}
+
+// withOutcome adds each attempt's reference outcome ("" when none yet).
+func withOutcome(q *bun.SelectQuery) *bun.SelectQuery {
+	return q.ColumnExpr("attempt.*, COALESCE(o.outcome, '') AS outcome").
+		Join("LEFT JOIN gwa_reference_outcomes AS o ON o.reference = attempt.reference")
 }
 
 // Attempts returns page (1-based) of the filtered attempts, newest first, with
@@ -93,9 +102,7 @@ func (s *Store) Attempts(ctx context.Context, idb bun.IDB, f ListFilter, page in
 	ids := f.applyAttempts(idb.NewSelect().TableExpr("payment_attempts AS a").Column("a.id")).
 		OrderExpr("a.id DESC").Limit(PageSize).Offset((page - 1) * PageSize)
 	var rows []Attempt
-	err := idb.NewSelect().Model(&rows).
-		ColumnExpr("attempt.*, COALESCE(o.outcome, '') AS outcome").
-		Join("LEFT JOIN gwa_reference_outcomes AS o ON o.reference = attempt.reference").
+	err := withOutcome(idb.NewSelect().Model(&rows)).
 		Where("attempt.id IN (?)", ids).OrderExpr("attempt.id DESC").Scan(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list payment attempts: %w", err)
@@ -110,10 +117,7 @@ func (s *Store) Attempts(ctx context.Context, idb bun.IDB, f ListFilter, page in
 // Attempt returns one attempt with its reference's outcome.
 func (s *Store) Attempt(ctx context.Context, idb bun.IDB, id int64) (*Attempt, error) {
 	a := new(Attempt)
-	err := idb.NewSelect().Model(a).
-		ColumnExpr("attempt.*, COALESCE(o.outcome, '') AS outcome").
-		Join("LEFT JOIN gwa_reference_outcomes AS o ON o.reference = attempt.reference").
-		Where("attempt.id = ?", id).Scan(ctx)
+	err := withOutcome(idb.NewSelect().Model(a)).Where("attempt.id = ?", id).Scan(ctx)
 	if isNoRows(err) {
 		return nil, fmt.Errorf("payment attempt %d: %w", id, ErrNotFound)
 	}

@@ -47,7 +47,8 @@ const PendingAfter = 30 * time.Minute
 
 // Panel reads the Panel's payment figures as of now.
 func (s *Store) Panel(ctx context.Context, idb bun.IDB, now time.Time) (PanelFigures, error) {
-	f := PanelFigures{Since: now.Truncate(time.Hour).Add(-23 * time.Hour), ByStatus: map[string]int64{}}
+	// Whole UTC hours, as the hourly table counts them (date_trunc in UTC).
+	f := PanelFigures{Since: now.UTC().Truncate(time.Hour).Add(-23 * time.Hour), ByStatus: map[string]int64{}}
 	var byStatus []struct {
 		Status string `bun:"status"`
 		N      int64  `bun:"n"`
@@ -68,7 +69,7 @@ func (s *Store) Panel(ctx context.Context, idb bun.IDB, now time.Time) (PanelFig
 	if err := idb.NewRaw(`SELECT h AS hour, COALESCE(sum(c.n), 0)::bigint AS n
 		FROM generate_series(?::timestamptz, ?::timestamptz, interval '1 hour') AS h
 		LEFT JOIN gwa_webhook_hourly c ON c.hour = h
-		GROUP BY h ORDER BY h`, f.Since, now.Truncate(time.Hour)).Scan(ctx, &f.Hourly); err != nil {
+		GROUP BY h ORDER BY h`, f.Since, now.UTC().Truncate(time.Hour)).Scan(ctx, &f.Hourly); err != nil {
 		return f, fmt.Errorf("panel: notifications per hour: %w", err)
 	}
 	if err := idb.NewSelect().TableExpr("gwa_webhook_rejections").ColumnExpr("COALESCE(sum(n), 0)::bigint").
@@ -105,7 +106,10 @@ func (s *Store) SilenceAlertMinutes(ctx context.Context, idb bun.IDB) (int, erro
 	if len(v) == 0 {
 		return 0, nil
 	}
-	n, _ := strconv.Atoi(v[0])
+	n, err := strconv.Atoi(v[0])
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %q is not a number: %w", SilenceAlertKey, v[0], err)
+	}
 	return n, nil
 }
 

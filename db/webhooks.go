@@ -336,10 +336,15 @@ type ListFilter struct {
 	Event  string
 	Status string
 	Q      string
+	// Reference is one whole reference, exactly (the links between a
+	// reference's attempts and notifications).
+	Reference string
 }
 
 // Any reports whether the filter narrows the list at all.
-func (f ListFilter) Any() bool { return f.Event != "" || f.Status != "" || f.Q != "" }
+func (f ListFilter) Any() bool {
+	return f.Event != "" || f.Status != "" || f.Q != "" || f.Reference != ""
+}
 
 // PageSize is the number of rows a list page shows.
 const PageSize = 50
@@ -359,6 +364,9 @@ func (f ListFilter) applyWebhooks(q *bun.SelectQuery) *bun.SelectQuery {
 	}
 	if f.Q != "" {
 		q = wherePrefix(q, f.Q, []string{"reference", "payment_id"}, "payer_email")
+	}
+	if f.Reference != "" {
+		q = q.Where("reference = ?", f.Reference)
 	}
 	return q
 }
@@ -387,10 +395,10 @@ type bucketCount struct {
 // Webhooks returns page (1-based) of the filtered notifications, newest first,
 // and the filtered total, both from one snapshot.
 //
-// Without q, nothing grows with the page number: the exact counts per id
+// Without q or a reference, nothing grows with the page number: the exact counts per id
 // bucket (gwa_webhook_counts, about 100 rows a million) say which bucket holds
 // the page's first row, and only the rest of that bucket is skipped (fewer than
-// 10,000 index entries). With q, matches are few, and skipped plainly. Either
+// 10,000 index entries). With q or a reference, matches are few, and skipped plainly. Either
 // way only ids are sorted and skipped; whole rows are read for the page alone.
 func (s *Store) Webhooks(ctx context.Context, bdb *bun.DB, f ListFilter, page int) ([]Webhook, int, error) {
 	var rows []Webhook
@@ -398,7 +406,7 @@ func (s *Store) Webhooks(ctx context.Context, bdb *bun.DB, f ListFilter, page in
 	err := bdb.RunInTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, func(ctx context.Context, tx bun.Tx) error {
 		offset := (page - 1) * PageSize
 		ids := f.applyWebhooks(tx.NewSelect().Model((*Webhook)(nil)).Column("id")).OrderExpr("id DESC").Limit(PageSize)
-		if f.Q != "" {
+		if f.Q != "" || f.Reference != "" {
 			n, err := f.applyWebhooks(tx.NewSelect().Model((*Webhook)(nil))).Count(ctx)
 			if err != nil {
 				return fmt.Errorf("count webhooks: %w", err)

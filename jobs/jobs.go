@@ -116,8 +116,8 @@ func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*riv
 		// its default (100 ms), 20 workers cap throughput at 200 jobs a second
 		// however short the jobs, and webhook processing fell behind ingest
 		// (see README, Performance). Fetches still happen only when jobs are
-		// inserted (LISTEN/NOTIFY) or once a second, so an idle worker costs
-		// nothing more.
+		// inserted (LISTEN/NOTIFY) or every fetchPoll, so an idle worker costs
+		// five small queries a second.
 		FetchCooldown:     fetchCooldown,
 		FetchPollInterval: fetchPoll,
 		// See MaxJobTimeout: a dead worker's jobs are picked up again soon.

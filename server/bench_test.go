@@ -285,7 +285,7 @@ func load1M(tb testing.TB, pool *pgxpool.Pool, n int) {
 	exec(`INSERT INTO gwa_webhook_counts (bucket, event, status, slot, n)
 		SELECT id / 10000, event, status, 0, count(*) FROM gwa_webhooks GROUP BY 1, 2, 3`)
 	exec(`INSERT INTO gwa_webhook_hourly (hour, status, currency, slot, n, amount)
-		SELECT date_trunc('hour', received_at), status, currency, 0, count(*), COALESCE(sum(amount), 0)
+		SELECT date_trunc('hour', received_at, 'UTC'), status, currency, 0, count(*), COALESCE(sum(amount), 0)
 		FROM gwa_webhooks GROUP BY 1, 2, 3`)
 	exec(`SET maintenance_work_mem = '512MB'`)
 	for _, def := range defs {

@@ -192,3 +192,53 @@ func TestAttemptListFiltersByStatusAndNeedsTheAdminModule(t *testing.T) {
 	}
 	require.True(t, strings.HasPrefix(doc.Find("title").Text(), "Intentos de pago"))
 }
+
+func TestAReferenceLinksToExactlyItsAttemptsAndNotifications(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for _, ref := range []string{"ORD-1", "ORD-10"} {
+		_, err := b.store.InsertWebhook(ctx, b.env.Pool, &db.Webhook{NotificationID: "evt-" + ref, Event: "SALE_APPROVED",
+			Status: "aprobado", Reference: ref, Environment: "test", Payload: "{}"})
+		require.NoError(t, err)
+		require.NoError(t, b.store.RecordAttempt(ctx, b.env.DB, &db.Attempt{Reference: ref, Params: []byte(`{}`)}))
+	}
+	br := b.browser(t)
+	br.login(adminEmail)
+	_, doc := br.get("/app/webhooks/gwa?reference=ORD-1")
+	require.Equal(t, 1, doc.Find("tr[data-id]").Length(), "ORD-10 is another order")
+	id := doc.Find("tr[data-id]").AttrOr("data-id", "")
+
+	// From the notification to its attempts, and back.
+	_, doc = br.get("/app/webhooks/gwa/" + id)
+	href := doc.Find(`#webhook-detail a[href^="/app/pagos/intentos?reference="]`).AttrOr("href", "")
+	require.Equal(t, "/app/pagos/intentos?reference=ORD-1", href)
+	_, doc = br.get(href)
+	require.Equal(t, 1, doc.Find("tr[data-id]").Length())
+	require.Equal(t, "ORD-1", doc.Find("[data-reference-filter]").AttrOr("data-reference-filter", ""))
+	_, doc = br.get("/app/pagos/intentos/" + doc.Find("tr[data-id]").AttrOr("data-id", ""))
+	require.Equal(t, "/app/webhooks/gwa?reference=ORD-1",
+		doc.Find(`#attempt-detail a[href^="/app/webhooks/gwa?reference="]`).AttrOr("href", ""))
+}
+
+func TestADetailPageLinksBackToTheListItCameFrom(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.store.InsertWebhook(context.Background(), b.env.Pool, &db.Webhook{NotificationID: "evt-back", Event: "SALE_APPROVED",
+		Status: "aprobado", Environment: "test", Payload: "{}"})
+	require.NoError(t, err)
+	br := b.browser(t)
+	br.login(adminEmail)
+	_, doc := br.get("/app/webhooks/gwa")
+	id := doc.Find("tr[data-id]").AttrOr("data-id", "")
+	cases := []struct{ referer, want string }{
+		{"http://example.com/app/webhooks/gwa?page=3&status=aprobado", "/app/webhooks/gwa?page=3&status=aprobado"},
+		{"http://evil.example/app/webhooks/gwa?page=3", "/app/webhooks/gwa"}, // another site: never followed
+		{"http://example.com/app/pasarelas", "/app/webhooks/gwa"},            // not the list
+		{"", "/app/webhooks/gwa"},
+	}
+	for _, tc := range cases {
+		_, doc := br.get("/app/webhooks/gwa/"+id, "Referer", tc.referer)
+		require.Equal(t, tc.want, doc.Find(".back a").AttrOr("href", ""), "Referer %q", tc.referer)
+	}
+}

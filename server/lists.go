@@ -1,10 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -58,6 +60,8 @@ func listQuery(c *fiber.Ctx, statuses []string) (db.ListFilter, int, map[string]
 		Event:  strings.TrimSpace(c.Query("event")),
 		Status: strings.TrimSpace(c.Query("status")),
 		Q:      strings.TrimSpace(c.Query("q")),
+		// Exact, as stored: references are never trimmed or cut.
+		Reference: c.Query("reference"),
 	}
 	page := 1
 	if v := c.Query("page"); v != "" {
@@ -76,6 +80,9 @@ func listQuery(c *fiber.Ctx, statuses []string) (db.ListFilter, int, map[string]
 	}
 	if len(f.Q) > 200 {
 		problems["q"] = "La búsqueda admite hasta 200 caracteres."
+	}
+	if utf8.RuneCountInString(f.Reference) > maxReferenceChars {
+		problems["reference"] = fmt.Sprintf("Una referencia tiene hasta %d caracteres.", maxReferenceChars)
 	}
 	if len(problems) > 0 {
 		return db.ListFilter{}, 1, problems

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ type rejectionCounter struct {
 	pending map[rejectionKey]rejectionCount
 	stop    chan struct{}
 	done    chan struct{}
+	closing sync.Once
 	db      bun.IDB
 	store   *db.Store
 	log     *slog.Logger
@@ -84,9 +86,10 @@ func (rc *rejectionCounter) run() {
 	}
 }
 
-// close writes what is still counted and stops the flushing.
+// close writes what is still counted and stops the flushing; it may be called
+// more than once.
 func (rc *rejectionCounter) close() {
-	close(rc.stop)
+	rc.closing.Do(func() { close(rc.stop) })
 	<-rc.done
 }
 
@@ -104,6 +107,18 @@ func (rc *rejectionCounter) flush() {
 	for k, c := range batch {
 		rows = append(rows, db.WebhookRejections{Minute: k.minute, Reason: k.reason, IP: k.ip, Count: c.n, BodyBytes: c.bytes, LastAt: c.last})
 	}
+	// In key order, so two web processes upserting the same keys lock them in
+	// the same order and never deadlock.
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if !a.Minute.Equal(b.Minute) {
+			return a.Minute.Before(b.Minute)
+		}
+		if a.Reason != b.Reason {
+			return a.Reason < b.Reason
+		}
+		return a.IP < b.IP
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := rc.store.AddRejections(ctx, rc.db, rows); err != nil {

@@ -21,6 +21,8 @@ type retornoPage struct {
 	Page
 	Reference string
 	Paid      bool
+	// InvalidReference: one came, too long to be a reference.
+	InvalidReference bool
 }
 
 // paymentReturn records one visit of a payer coming back from the checkout
@@ -55,16 +57,18 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 		return ""
 	}
 	// A reference is an identifier: cut, it could match another order's
-	// approval. One that long is no gateway's; the visit is refused.
-	if utf8.RuneCountInString(first("reference")) > maxReferenceChars {
-		return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("La referencia del pedido supera %d caracteres.", maxReferenceChars))
+	// approval. One longer than any gateway's is not taken as a reference; the
+	// visit is still recorded (CONTRACT §3), with what came in its parameters.
+	reference, tooLong := first("reference"), false
+	if utf8.RuneCountInString(reference) > maxReferenceChars {
+		reference, tooLong = "", true
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
 	a := &db.Attempt{
-		Reference:   storable(first("reference")),
+		Reference:   storable(reference),
 		PaymentLink: cleanText(first("payment_link"), 1000),
 		Email:       cleanText(first("email"), 320),
 		IP:          s.clientIP(c).String(),
@@ -74,7 +78,8 @@ func (s *Server) paymentReturn(c *fiber.Ctx) error {
 	if err := s.store.RecordAttempt(c.UserContext(), s.db, a); err != nil {
 		return err
 	}
-	data := retornoPage{Page: s.page(c, "Estado de su pago"), Reference: a.Reference, Paid: a.Status == db.AttemptPaid}
+	data := retornoPage{Page: s.page(c, "Estado de su pago"), Reference: a.Reference, Paid: a.Status == db.AttemptPaid,
+		InvalidReference: tooLong}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Render("pages/retorno/index", data, "layouts/public")
 }

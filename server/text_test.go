@@ -118,3 +118,24 @@ func TestAPageThatFailsToRenderIsAnErrorNotItsTextInTheLayout(t *testing.T) {
 		t.Fatalf("a page that cannot render must fail, got a page: %s", out.String())
 	}
 }
+
+func TestRejectionCountsKeepTheirMemoryBounded(t *testing.T) {
+	rc := &rejectionCounter{pending: map[rejectionKey]rejectionCount{}}
+	for i := 0; i < rejectionMaxKeys+500; i++ {
+		rc.add("firma inválida", "10.0."+strings.Repeat("1", i%3+1)+"."+string(rune('a'+i%26))+strings.Repeat("x", i/26), 10)
+	}
+	if len(rc.pending) > rejectionMaxKeys+2 { // + the "(otras)" keys of this minute (and the next, if it turned)
+		t.Fatalf("%d keys kept, want at most %d", len(rc.pending), rejectionMaxKeys+2)
+	}
+	var total int64
+	others := int64(0)
+	for k, c := range rc.pending {
+		total += c.n
+		if k.ip == rejectionOtherIPs {
+			others += c.n
+		}
+	}
+	if total != int64(rejectionMaxKeys+500) || others < 500 {
+		t.Fatalf("every refusal is still counted: total %d, under (otras) %d", total, others)
+	}
+}

@@ -104,17 +104,21 @@ func (s *Server) receiveGWAWebhook(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	ip := s.clientIP(c).String()
 	body := c.Body()
-	reject := func(status int, reason string) error {
+	// reject counts a refused delivery; msg says more than the reason's message when set.
+	reject := func(status int, reason, msg string) error {
 		s.rejections.add(reason, ip, len(body))
 		requestLogger(c, s.log).Debug("webhook rejected", "reason", reason, "ip", ip, "bytes", len(body))
-		return fiber.NewError(status, reasonMessage(reason))
+		if msg == "" {
+			msg = reasonMessage(reason)
+		}
+		return fiber.NewError(status, msg)
 	}
 
 	if len(body) > maxWebhookBytes {
-		return reject(fiber.StatusRequestEntityTooLarge, rejectTooLarge)
+		return reject(fiber.StatusRequestEntityTooLarge, rejectTooLarge, "")
 	}
 	if mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); err != nil || mt != fiber.MIMEApplicationJSON {
-		return reject(fiber.StatusUnsupportedMediaType, rejectContentType)
+		return reject(fiber.StatusUnsupportedMediaType, rejectContentType, "")
 	}
 	env, secret, err := s.gwaSecret(ctx)
 	if err != nil {
@@ -123,13 +127,13 @@ func (s *Server) receiveGWAWebhook(c *fiber.Ctx) error {
 	verified := false
 	switch {
 	case secret == "" && env == db.EnvProduction:
-		return reject(fiber.StatusUnauthorized, rejectNoSecret)
+		return reject(fiber.StatusUnauthorized, rejectNoSecret, "")
 	case secret == "":
 		// Test environment without a secret: accepted, stored as unverified.
 	case c.Get("X-Signature") == "":
-		return reject(fiber.StatusUnauthorized, rejectNoSignature)
+		return reject(fiber.StatusUnauthorized, rejectNoSignature, "")
 	case !validSignature(secret, body, c.Get("X-Signature")):
-		return reject(fiber.StatusUnauthorized, rejectBadSignature)
+		return reject(fiber.StatusUnauthorized, rejectBadSignature, "")
 	default:
 		verified = true
 	}
@@ -137,12 +141,11 @@ func (s *Server) receiveGWAWebhook(c *fiber.Ctx) error {
 	var n gwaNotification
 	// JSON is UTF-8 (RFC 8259); the raw body is stored as text, which must be too.
 	if !utf8.Valid(body) || json.Unmarshal(body, &n) != nil || strings.TrimSpace(n.Event) == "" || strings.TrimSpace(n.ID) == "" {
-		return reject(fiber.StatusBadRequest, rejectBadJSON)
+		return reject(fiber.StatusBadRequest, rejectBadJSON, "")
 	}
 	for _, l := range identifierLimits {
 		if utf8.RuneCountInString(l.value(&n)) > l.max {
-			s.rejections.add(rejectLongField, ip, len(body))
-			return fiber.NewError(fiber.StatusBadRequest, fmt.Sprintf("El campo %s supera %d caracteres.", l.field, l.max))
+			return reject(fiber.StatusBadRequest, rejectLongField, fmt.Sprintf("El campo %s supera %d caracteres.", l.field, l.max))
 		}
 	}
 	// Within their limits, text fields are stored whole (only made storable).

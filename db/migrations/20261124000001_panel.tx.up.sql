@@ -1,7 +1,7 @@
 -- The Panel: figures of the last 24 h from small tables, never from a scan of
 -- the notifications.
 
--- Notifications per hour, status and currency (with the amount), kept by the
+-- Notifications per UTC hour, status and currency (with the amount), kept by the
 -- same statement-level trigger as gwa_webhook_counts: one more grouped upsert
 -- per stored batch, not per row.
 CREATE TABLE gwa_webhook_hourly (
@@ -13,8 +13,10 @@ CREATE TABLE gwa_webhook_hourly (
     amount   numeric NOT NULL,
     PRIMARY KEY (hour, status, currency, slot)
 );
+-- No notification may be stored between the backfill and the new trigger.
+LOCK TABLE gwa_webhooks IN SHARE ROW EXCLUSIVE MODE;
 INSERT INTO gwa_webhook_hourly (hour, status, currency, slot, n, amount)
-SELECT date_trunc('hour', received_at), status,
+SELECT date_trunc('hour', received_at, 'UTC'), status,
        CASE WHEN length(currency) <= 10 THEN upper(currency) ELSE '?' END, 0, count(*), COALESCE(sum(amount), 0)
 FROM gwa_webhooks GROUP BY 1, 2, 3;
 
@@ -26,7 +28,7 @@ BEGIN
     ON CONFLICT (bucket, event, status, slot) DO UPDATE SET n = gwa_webhook_counts.n + EXCLUDED.n;
     -- A currency is not checked at the door: a long one is counted as '?'.
     INSERT INTO gwa_webhook_hourly (hour, status, currency, slot, n, amount)
-    SELECT date_trunc('hour', received_at), status,
+    SELECT date_trunc('hour', received_at, 'UTC'), status,
            CASE WHEN length(currency) <= 10 THEN upper(currency) ELSE '?' END,
            pg_backend_pid() % 4, count(*), COALESCE(sum(amount), 0) FROM new_rows
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
