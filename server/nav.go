@@ -30,6 +30,7 @@ var navigation = []struct {
 		{Label: "Notificaciones de pago", Href: "/app/webhooks/gwa"},
 		{Label: "Intentos de pago", Href: "/app/pagos/intentos"},
 		{Label: "Tokens de API", Href: "/app/api-tokens"},
+		{Label: "Configurar notificaciones", Href: "/app/notificaciones/config"},
 		{Label: "Módulos y roles", Href: "/modules"},
 		{Label: "Trabajos en segundo plano", Href: "/app/jobs/"},
 	}},

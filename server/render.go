@@ -31,6 +31,11 @@ func (s *Server) page(c *fiber.Ctx, title string) Page {
 	if u != nil {
 		p.Nav = navFor(u, c.Path())
 		p.TZ = u.TimeZone
+		n, err := s.store.UnreadCount(c.UserContext(), s.db, u.ID)
+		if err != nil { // the badge is not worth failing a page for
+			requestLogger(c, s.log).Error("unread count", "error", err)
+		}
+		p.Unread = n
 	}
 	return p
 }

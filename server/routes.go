@@ -44,6 +44,9 @@ func (s *Server) routes(app *fiber.App) {
 	appGroup := app.Group("/app", requireUser)
 	appGroup.Get("/", s.home)
 	appGroup.Post("/panel/aviso-silencio", requireModule(db.ModuleAdmin), s.saveSilenceAlert)
+	appGroup.Get("/notificaciones", s.showInbox)
+	appGroup.Post("/notificaciones/leidas", s.markAllRead)
+	appGroup.Post("/notificaciones/:id/leida", s.markRead)
 	appGroup.Get("/perfil", s.showProfile)
 	appGroup.Post("/perfil", s.saveProfile)
 
@@ -55,6 +58,8 @@ func (s *Server) routes(app *fiber.App) {
 	appGroup.Post("/webhooks/gwa/:id/reprocesar", admin, s.reprocessWebhook)
 	appGroup.Get("/pagos/intentos", admin, s.listAttempts)
 	appGroup.Get("/pagos/intentos/:id", admin, s.showAttempt)
+	appGroup.Get("/notificaciones/config", admin, s.showNotifConfig)
+	appGroup.Post("/notificaciones/config/:evento", admin, s.saveNotifConfig)
 	appGroup.Get("/api-tokens", admin, s.listTokens)
 	appGroup.Post("/api-tokens", admin, s.createToken)
 	appGroup.Get("/api-tokens/:id", admin, s.showToken)

@@ -115,6 +115,7 @@ func newEngine(fs http.FileSystem) *html.Engine {
 	engine.AddFunc("eventLabel", eventLabel)
 	engine.AddFunc("envLabel", envLabel)
 	engine.AddFunc("badge", badgeFor)
+	engine.AddFunc("notifEventLabel", notifEventLabel)
 	return engine
 }
 

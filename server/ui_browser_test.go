@@ -49,6 +49,13 @@ func seedRealistic(t *testing.T, b *bundle) (webhookID, attemptID int64) {
 	require.NoError(t, b.store.CreateAPIToken(ctx, b.env.DB, &db.APIToken{Name: "tienda web de la sucursal de Providencia (producción)",
 		TokenHash: []byte("realistic-token-hash-000000000001"), Prefix: "psk_9f3a"}))
 	b.configureGWA(t, "production", testSecret)
+	admin, err := b.store.Authenticate(ctx, b.env.DB, adminEmail, testPassword)
+	require.NoError(t, err)
+	for i := 0; i < 12; i++ {
+		require.NoError(t, b.store.AddToInbox(ctx, b.env.DB, []int64{admin.ID}, db.InboxItem{Evento: "servidor_caido",
+			Titulo: fmt.Sprintf("El servidor pagos-produccion-santiago-%02d.empresa-distribuidora-del-sur.cl no responde", i),
+			Texto:  "Sin latido del agente desde hace tres intervalos (90 s).", Enlace: "/app"}))
+	}
 	return webhookID, attemptID
 }
 
@@ -73,6 +80,7 @@ func TestBrowserEveryPageHoldsItsLayoutAndPassesAxe(t *testing.T) {
 		"/app", "/app/webhooks/gwa", "/app/webhooks/gwa?page=3", fmt.Sprintf("/app/webhooks/gwa/%d", webhookID),
 		"/app/webhooks/gwa?q=nada-coincide", "/app/pagos/intentos", fmt.Sprintf("/app/pagos/intentos/%d", attemptID),
 		"/app/pasarelas", "/app/api-tokens", "/modules", "/app/perfil", "/app/no-existe",
+		"/app/notificaciones", "/app/notificaciones/config",
 		"/gwa/retorno?reference=ORD-2026-11-000001-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA",
 	}
 	login(t, ctx, base)
@@ -166,4 +174,25 @@ func TestBrowserFocusStaysInTheListAfterPaging(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func TestBrowserANotificationSwitchIsSavedAtOnce(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+	login(t, ctx, base)
+	box := `[data-evento="tarea_estado"] input[name="canal_chat"]`
+	checked := func() bool {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('`+box+`').checked`))
+		require.NoError(t, err)
+		return v
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/app/notificaciones/config"), chromedp.WaitVisible(css(box))))
+	require.False(t, checked())
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(box)),
+		chromedp.WaitVisible(css(`[data-evento="tarea_estado"] .saved`))))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(css(box))))
+	require.True(t, checked(), "the switch survives a reload: it was saved on change")
 }

@@ -5,6 +5,9 @@
   "use strict";
   var token = document.querySelector('meta[name="csrf-token"]');
   var body = document.body;
+  // Styles may hide what only a page without script needs (a form's "Guardar"
+  // when htmx saves on change).
+  document.documentElement.classList.add("js");
 
   body.addEventListener("htmx:configRequest", function (evt) {
     if (token) evt.detail.headers["X-CSRF-Token"] = token.content;
