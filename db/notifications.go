@@ -69,7 +69,7 @@ func (s *Store) AddToInbox(ctx context.Context, idb bun.IDB, userIDs []int64, it
 func (s *Store) Inbox(ctx context.Context, idb bun.IDB, userID int64, page int) ([]InboxItem, int, error) {
 	var rows []InboxItem
 	total, err := idb.NewSelect().Model(&rows).Where("user_id = ?", userID).
-		OrderExpr("(read_at IS NOT NULL), id DESC").Limit(PageSize).Offset((page-1)*PageSize).ScanAndCount(ctx)
+		OrderExpr("(read_at IS NOT NULL), id DESC").Limit(PageSize).Offset((page - 1) * PageSize).ScanAndCount(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("inbox of user %d: %w", userID, err)
 	}
