@@ -175,7 +175,7 @@ func workerCmd(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 		return err
 	}
 	defer c.close()
-	return runWorker(ctx, logger, c)
+	return runWorker(ctx, cfg, logger, c)
 }
 
 // serveWeb serves HTTP on ln until ctx ends, then lets in-flight requests finish.
@@ -213,8 +213,13 @@ func serveWeb(ctx context.Context, cfg config.Config, logger *slog.Logger, c *co
 }
 
 // runWorker works jobs until ctx ends, then stops them gracefully (jobs.Run).
-func runWorker(ctx context.Context, logger *slog.Logger, c *conns) error {
-	workers, periodic := jobs.Register(jobs.Deps{DB: c.db, Pool: c.pool, Store: &db.Store{}})
+func runWorker(ctx context.Context, cfg config.Config, logger *slog.Logger, c *conns) error {
+	channels, err := jobs.NewChannels(cfg)
+	if err != nil {
+		return err
+	}
+	workers, periodic := jobs.Register(jobs.Deps{DB: c.db, Pool: c.pool, Store: &db.Store{},
+		Channels: channels, BaseURL: cfg.BaseURL, Logger: logger})
 	client, err := jobs.NewWorkerClient(c.pool, workers, periodic, logger, jobs.WorkerOptions{})
 	if err != nil {
 		return err
@@ -278,7 +283,7 @@ func devCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, stdout 
 	defer cancel()
 	for i, part := range []func(context.Context) error{
 		func(ctx context.Context) error { return serveWeb(ctx, cfg, logger, c, ln) },
-		func(ctx context.Context) error { return runWorker(ctx, logger, c) },
+		func(ctx context.Context) error { return runWorker(ctx, cfg, logger, c) },
 	} {
 		wg.Add(1)
 		go func() {

@@ -108,3 +108,17 @@ func (s *Store) MarkAllRead(ctx context.Context, idb bun.IDB, userID int64) erro
 	}
 	return nil
 }
+
+// UserEmails returns the e-mail addresses of the users, in id order.
+func (s *Store) UserEmails(ctx context.Context, idb bun.IDB, userIDs []int64) ([]string, error) {
+	var emails []string
+	if len(userIDs) == 0 {
+		return nil, nil
+	}
+	err := idb.NewSelect().TableExpr("users").Column("email").Where("id IN (?)", bun.In(userIDs)).
+		OrderExpr("id").Scan(ctx, &emails)
+	if err != nil {
+		return nil, fmt.Errorf("e-mail addresses of %d users: %w", len(userIDs), err)
+	}
+	return emails, nil
+}

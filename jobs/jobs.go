@@ -29,6 +29,10 @@ import (
 // Deps is what the workers may use; each worker keeps only what it needs.
 type Deps struct {
 	DB *bun.DB
+	// Channels deliver notifications by e-mail and chat; BaseURL makes links whole.
+	Channels *Channels
+	BaseURL  string
+	Logger   *slog.Logger
 	// Pool is pgx's pool: webhook processing runs on it (prepared statements).
 	Pool  *pgxpool.Pool
 	Store *db.Store
@@ -62,10 +66,17 @@ const webhookWorkers = 8
 
 // Register lists every worker and periodic job of the app, in one place.
 func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
+	if deps.Channels == nil {
+		deps.Channels = &Channels{} // nothing configured: e-mail and chat are skipped
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
 	workers := river.NewWorkers()
 	addWorker(workers, &PurgeSessionsWorker{db: deps.DB, store: deps.Store})
 	addWorker(workers, &ProcessWebhookWorker{pool: deps.Pool, store: deps.Store})
 	addWorker(workers, &PurgePaymentLogsWorker{db: deps.DB, store: deps.Store})
+	addWorker(workers, &NotifyWorker{db: deps.DB, store: deps.Store, channels: deps.Channels, baseURL: deps.BaseURL, log: deps.Logger})
 
 	periodic := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),

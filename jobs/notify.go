@@ -1,0 +1,116 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/uptrace/bun"
+
+	"pasarela/db"
+)
+
+// Notification channels (CONTRACT §6), as notif_evento_config names them.
+const (
+	ChannelEmail  = "email"
+	ChannelChat   = "chat"
+	ChannelSystem = "sistema"
+)
+
+// Event is something people should hear about: one of the ten events, a short
+// Spanish title and text, a link to the thing, and who it is for.
+type Event struct {
+	Evento  string  `json:"evento"`
+	Titulo  string  `json:"titulo"`
+	Texto   string  `json:"texto"`
+	Enlace  string  `json:"enlace"` // a path of the console, e.g. /tarea/12
+	UserIDs []int64 `json:"user_ids"`
+}
+
+// NotifyArgs delivers one event on one channel.
+type NotifyArgs struct {
+	Event
+	Canal string `json:"canal"`
+}
+
+// Kind is the job's name in River's tables.
+func (NotifyArgs) Kind() string { return "notificacion" }
+
+// Emit turns an event into one delivery job per channel switched on for it,
+// inside tx: the jobs exist if and only if the change that caused the event
+// commits. Each channel is its own job, so one that fails does not hold back
+// the others.
+func (q *Queue) Emit(ctx context.Context, tx bun.Tx, store *db.Store, e Event) error {
+	cfg, err := store.EventConfig(ctx, tx, e.Evento)
+	if err != nil {
+		return fmt.Errorf("emit %s: %w", e.Evento, err)
+	}
+	for _, ch := range []struct {
+		name string
+		on   bool
+	}{{ChannelEmail, cfg.CanalEmail}, {ChannelChat, cfg.CanalChat}, {ChannelSystem, cfg.CanalSistema}} {
+		if !ch.on {
+			continue
+		}
+		if _, err := q.InsertTx(ctx, tx, NotifyArgs{Event: e, Canal: ch.name}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NotifyWorker works NotifyArgs.
+type NotifyWorker struct {
+	river.WorkerDefaults[NotifyArgs]
+	db       *bun.DB
+	store    *db.Store
+	channels *Channels
+	baseURL  string
+	log      *slog.Logger
+}
+
+// Timeout bounds one delivery (an SMTP exchange or a Bot API call).
+func (w *NotifyWorker) Timeout(*river.Job[NotifyArgs]) time.Duration { return 30 * time.Second }
+
+// NextRetry backs off quickly at first (a chat server's hiccup), then up to
+// ten minutes; River's default waits attempt⁴ seconds.
+func (w *NotifyWorker) NextRetry(job *river.Job[NotifyArgs]) time.Time {
+	d := time.Second << min(job.Attempt, 10)
+	return time.Now().Add(min(d, 10*time.Minute))
+}
+
+// Work delivers on the job's channel. A channel the environment does not set
+// up is skipped with one log line: retrying cannot make it work.
+func (w *NotifyWorker) Work(ctx context.Context, job *river.Job[NotifyArgs]) error {
+	e := job.Args.Event
+	link := e.Enlace
+	if strings.HasPrefix(link, "/") {
+		link = w.baseURL + link
+	}
+	var err error
+	switch job.Args.Canal {
+	case ChannelSystem:
+		err = w.store.AddToInbox(ctx, w.db, e.UserIDs, db.InboxItem{Evento: e.Evento, Titulo: e.Titulo, Texto: e.Texto, Enlace: e.Enlace})
+	case ChannelEmail:
+		var to []string
+		if to, err = w.store.UserEmails(ctx, w.db, e.UserIDs); err == nil && len(to) > 0 {
+			err = w.channels.Mail(ctx, to, "Pasarela: "+e.Titulo, e.Texto+"\n\n"+link+"\n")
+		}
+	case ChannelChat:
+		err = w.channels.Chat(ctx, e.Titulo, e.Texto+"\n"+link)
+	default:
+		return river.JobCancel(fmt.Errorf("unknown channel %q", job.Args.Canal))
+	}
+	if errors.Is(err, errNotConfigured) {
+		w.log.Info("notification channel not configured; delivery skipped", "canal", job.Args.Canal, "evento", e.Evento)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deliver %s by %s: %w", e.Evento, job.Args.Canal, err)
+	}
+	return nil
+}
