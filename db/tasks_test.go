@@ -1,0 +1,157 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"pasarela/db"
+	"pasarela/db/dbtest"
+)
+
+type board struct {
+	t     *testing.T
+	env   *dbtest.Env
+	s     *db.Store
+	admin int64
+}
+
+func newBoard(t *testing.T) *board {
+	t.Helper()
+	env := dbtest.New(t)
+	u, err := (&db.Store{}).UpsertUser(context.Background(), env.DB, "admin@example.com", "a-good-password", db.RoleAdmin)
+	require.NoError(t, err)
+	return &board{t: t, env: env, s: &db.Store{}, admin: u.ID}
+}
+
+func (b *board) create(title string) *db.Task {
+	b.t.Helper()
+	task := &db.Task{Titulo: title, Prioridad: "media"}
+	require.NoError(b.t, b.env.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+		return b.s.CreateTask(ctx, tx, task, b.admin)
+	}))
+	return task
+}
+
+func (b *board) move(id int64, estado string, after int64, version int) (*db.Task, error) {
+	var moved *db.Task
+	err := b.env.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		moved, err = b.s.MoveTask(ctx, tx, id, estado, after, version, b.admin)
+		return err
+	})
+	return moved, err
+}
+
+// column lists the titles of a column, top to bottom.
+func (b *board) column(estado string) []string {
+	b.t.Helper()
+	tasks, err := b.s.Board(context.Background(), b.env.DB, db.TaskFilter{})
+	require.NoError(b.t, err)
+	var out []string
+	for _, t := range tasks {
+		if t.Estado == estado {
+			out = append(out, t.Titulo)
+		}
+	}
+	return out
+}
+
+func TestATaskMovesFromEveryStateToEveryState(t *testing.T) {
+	t.Parallel()
+	b := newBoard(t)
+	task := b.create("viaje")
+	for _, from := range db.TaskStates {
+		for _, to := range db.TaskStates {
+			_, err := b.move(task.ID, from, 0, 0)
+			require.NoError(t, err)
+			moved, err := b.move(task.ID, to, 0, 0)
+			require.NoError(t, err, "%s → %s", from, to)
+			require.Equal(t, to, moved.Estado)
+			require.Equal(t, []string{"viaje"}, b.column(to))
+		}
+	}
+}
+
+func TestAMovePlacesTheCardBelowItsNeighbourAndKeepsTheOrder(t *testing.T) {
+	t.Parallel()
+	b := newBoard(t)
+	a, _, d := b.create("a"), b.create("c"), b.create("d") // each new card goes on top: d, c, a
+	require.Equal(t, []string{"d", "c", "a"}, b.column(db.TaskTodo))
+	// Into another column: first at the top, then below it.
+	_, err := b.move(a.ID, db.TaskDoing, 0, 0)
+	require.NoError(t, err)
+	_, err = b.move(d.ID, db.TaskDoing, a.ID, 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "d"}, b.column(db.TaskDoing))
+	// Between two cards, many times over: the gap runs out and the column is renumbered.
+	for i := 0; i < 15; i++ {
+		x := b.create(fmt.Sprintf("x%d", i))
+		_, err := b.move(x.ID, db.TaskDoing, a.ID, 0)
+		require.NoError(t, err)
+	}
+	col := b.column(db.TaskDoing)
+	require.Equal(t, "a", col[0])
+	require.Equal(t, "x14", col[1], "the newest lands right below a")
+	require.Equal(t, "d", col[len(col)-1])
+	require.Equal(t, []string{"c"}, b.column(db.TaskTodo))
+}
+
+func TestAMoveIsRefusedFromAStaleVersionOrBesideACardOfAnotherColumn(t *testing.T) {
+	t.Parallel()
+	b := newBoard(t)
+	a, other := b.create("a"), b.create("other")
+	moved, err := b.move(a.ID, db.TaskDoing, 0, a.Version)
+	require.NoError(t, err)
+	require.Equal(t, a.Version+1, moved.Version)
+	_, err = b.move(a.ID, db.TaskDone, 0, a.Version)
+	require.ErrorIs(t, err, db.ErrStale, "a second browser still holds the old version")
+	_, err = b.move(a.ID, db.TaskDoing, other.ID, 0)
+	require.ErrorIs(t, err, db.ErrBadNeighbour, "other is in por_hacer")
+	_, err = b.move(99999, db.TaskDoing, 0, 0)
+	require.ErrorIs(t, err, db.ErrNotFound)
+}
+
+func TestFiftyConcurrentMovesLeaveOneConsistentOrder(t *testing.T) {
+	t.Parallel()
+	b := newBoard(t)
+	var ids []int64
+	for i := 0; i < 50; i++ {
+		ids = append(ids, b.create(fmt.Sprintf("t%02d", i)).ID)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Everyone moves to en_progreso below the card created just before it.
+			after := int64(0)
+			if i > 0 {
+				after = ids[i-1]
+			}
+			_, errs[i] = b.move(id, db.TaskDoing, after, 0)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			require.ErrorIs(t, err, db.ErrBadNeighbour, "move %d", i) // its neighbour had not arrived yet
+		}
+	}
+	col := b.column(db.TaskDoing)
+	seen := map[string]bool{}
+	for _, title := range col {
+		require.False(t, seen[title], "%s twice", title)
+		seen[title] = true
+	}
+	require.Len(t, append(col, b.column(db.TaskTodo)...), 50, "no card lost")
+	var dupPositions int
+	require.NoError(t, b.env.DB.NewRaw(`SELECT count(*) FROM (SELECT estado, posicion FROM tareas GROUP BY 1, 2 HAVING count(*) > 1) d`).
+		Scan(context.Background(), &dupPositions))
+	require.Zero(t, dupPositions, "no two cards share a place")
+}
