@@ -8,6 +8,7 @@ TEST_PGDIR ?= $(or $(TMPDIR),/tmp)/pasarela-test-$(shell id -u)
 # Front-end libraries, pinned; `make vendor` fetches them from the npm registry.
 HTMX_VERSION := 2.0.8
 UPLOT_VERSION := 1.6.32
+SORTABLE_VERSION := 1.15.7
 # axe-core checks pages for accessibility in the browser tests only; it is never served.
 AXE_VERSION  := 4.14.1
 
@@ -65,10 +66,13 @@ vendor:
 	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent uplot@$(UPLOT_VERSION) >/dev/null && \
 	  tar xzf uplot-$(UPLOT_VERSION).tgz && mkdir -p $(CURDIR)/static/vendor/uplot && \
 	  cp package/dist/uPlot.iife.min.js package/dist/uPlot.min.css package/LICENSE $(CURDIR)/static/vendor/uplot/ && rm -rf $$tmp
+	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent sortablejs@$(SORTABLE_VERSION) >/dev/null && \
+	  tar xzf sortablejs-$(SORTABLE_VERSION).tgz && mkdir -p $(CURDIR)/static/vendor/sortable && \
+	  cp package/Sortable.min.js package/LICENSE $(CURDIR)/static/vendor/sortable/ && rm -rf $$tmp
 	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
 	  tar xzf axe-core-$(AXE_VERSION).tgz && mkdir -p $(CURDIR)/server/testdata/axe && \
 	  cp package/axe.min.js package/LICENSE $(CURDIR)/server/testdata/axe/ && rm -rf $$tmp
-	@echo "static/vendor updated: htmx $(HTMX_VERSION), uPlot $(UPLOT_VERSION); server/testdata/axe: axe-core $(AXE_VERSION)"
+	@echo "static/vendor updated: htmx $(HTMX_VERSION), uPlot $(UPLOT_VERSION), SortableJS $(SORTABLE_VERSION); server/testdata/axe: axe-core $(AXE_VERSION)"
 
 clean:
 	rm -rf bin

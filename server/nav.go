@@ -26,6 +26,7 @@ var navigation = []struct {
 	items  []NavItem
 }{
 	{db.ModuleAdmin, []NavItem{
+		{Label: "Tareas", Href: "/app/tareas"},
 		{Label: "Pasarelas de pago", Href: "/app/pasarelas"},
 		{Label: "Notificaciones de pago", Href: "/app/webhooks/gwa"},
 		{Label: "Intentos de pago", Href: "/app/pagos/intentos"},

@@ -21,6 +21,8 @@ type Page struct {
 	TZ string
 	// Charts loads uPlot and its stylesheet on the page.
 	Charts bool
+	// DragDrop loads SortableJS (the task board).
+	DragDrop bool
 }
 
 // page fills the common data of a page for the current request and consumes

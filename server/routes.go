@@ -65,6 +65,16 @@ func (s *Server) routes(app *fiber.App) {
 	appGroup.Get("/api-tokens/:id", admin, s.showToken)
 	appGroup.Post("/api-tokens/:id/revocar", admin, s.revokeToken)
 
+	appGroup.Get("/tareas", admin, s.showBoard)
+	tasks := app.Group("/tarea", requireUser, admin)
+	tasks.Post("/", s.createTask)
+	tasks.Get("/:id", s.showTask)
+	tasks.Put("/:id", s.updateTask)
+	tasks.Post("/:id", s.updateTask) // the edit form without script
+	tasks.Delete("/:id", s.deleteTask)
+	tasks.Post("/:id/eliminar", s.deleteTask) // the delete form without script
+	tasks.Put("/:id/estado", s.moveTask)
+
 	modules := app.Group("/modules", requireUser, admin)
 	modules.Get("/", s.listModules)
 	modules.Post("/", s.updateModules)

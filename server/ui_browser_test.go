@@ -80,7 +80,7 @@ func TestBrowserEveryPageHoldsItsLayoutAndPassesAxe(t *testing.T) {
 		"/app", "/app/webhooks/gwa", "/app/webhooks/gwa?page=3", fmt.Sprintf("/app/webhooks/gwa/%d", webhookID),
 		"/app/webhooks/gwa?q=nada-coincide", "/app/pagos/intentos", fmt.Sprintf("/app/pagos/intentos/%d", attemptID),
 		"/app/pasarelas", "/app/api-tokens", "/modules", "/app/perfil", "/app/no-existe",
-		"/app/notificaciones", "/app/notificaciones/config",
+		"/app/notificaciones", "/app/notificaciones/config", "/app/tareas",
 		"/gwa/retorno?reference=ORD-2026-11-000001-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA",
 	}
 	login(t, ctx, base)
@@ -195,4 +195,40 @@ func TestBrowserANotificationSwitchIsSavedAtOnce(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-evento="tarea_estado"] .saved`))))
 	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(css(box))))
 	require.True(t, checked(), "the switch survives a reload: it was saved on change")
+}
+
+func TestBrowserDragACardToAnotherColumnAndItStaysAfterReload(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+	login(t, ctx, base)
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	id := createTask(t, br, "Arrastrar esta tarjeta")
+	createTask(t, br, "Otra tarjeta")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(base+"/app/tareas"),
+		chromedp.WaitVisible(css(fmt.Sprintf(`[data-task-id="%d"]`, id)))))
+	center := func(sel string) (float64, float64) {
+		t.Helper()
+		xy, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector('`+sel+`').getBoundingClientRect();
+			return [r.left + r.width / 2, r.top + Math.min(r.height / 2, 20)]; })()`))
+		require.NoError(t, err)
+		return xy[0], xy[1]
+	}
+	x0, y0 := center(fmt.Sprintf(`[data-task-id="%d"] .task-meta`, id))
+	x1, y1 := center(`ol.cards[data-estado="revisión"]`)
+	steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(chromedp.MousePressed, x0, y0, chromedp.ButtonLeft)}
+	for i := 1; i <= 12; i++ {
+		f := float64(i) / 12
+		steps = append(steps, chromedp.MouseEvent(chromedp.MouseMoved, x0+(x1-x0)*f, y0+(y1-y0)*f, chromedp.ButtonLeft),
+			chromedp.Sleep(30*time.Millisecond))
+	}
+	steps = append(steps, chromedp.MouseEvent(chromedp.MouseReleased, x1, y1, chromedp.ButtonLeft))
+	require.NoError(t, chromedp.Do(ctx, steps...))
+	inReview := css(fmt.Sprintf(`section[data-estado="revisión"] [data-task-id="%d"][data-version="2"]`, id))
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(inReview)), "the server's board shows the card moved")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(inReview)), "and it is still there after a reload")
 }

@@ -101,3 +101,41 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", drawAll); else drawAll();
   document.body.addEventListener("htmx:afterSettle", drawAll);
 })();
+
+// Task board: drag a card with SortableJS. A drop is one request, sent from
+// the source list's "end" event (which fires once per move, within a column
+// or across): the target state, the id of the card now directly above it
+// (despues_de, 0 at the top) and the version the card was read at. The answer
+// is the board as the server has it, so a refused move snaps back.
+(function () {
+  "use strict";
+  function init() {
+    if (!window.Sortable) return;
+    document.querySelectorAll("ol.cards").forEach(function (list) {
+      if (list.dataset.sortable) return;
+      list.dataset.sortable = "1";
+      window.Sortable.create(list, {
+        group: "board", animation: 150, filter: "select, a", preventOnFilter: false,
+        // Mouse and touch events rather than native drag and drop: the same on
+        // every browser and phone, and drivable from a test.
+        forceFallback: true,
+        onEnd: function (evt) {
+          if (evt.from === evt.to && evt.oldIndex === evt.newIndex) return;
+          var card = evt.item, above = card.previousElementSibling;
+          window.htmx.ajax("PUT", "/tarea/" + card.dataset.taskId + "/estado", {
+            target: "#board", swap: "outerHTML",
+            values: { estado: evt.to.dataset.estado, despues_de: above ? above.dataset.taskId : "0", version: card.dataset.version }
+          });
+        }
+      });
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+  document.body.addEventListener("htmx:afterSettle", init);
+  // A move that never reached the server: show the board as it is.
+  document.body.addEventListener("htmx:sendError", function (evt) {
+    if (document.getElementById("board") && evt.detail.requestConfig && /\/estado$/.test(evt.detail.requestConfig.path || "")) {
+      window.htmx.ajax("GET", location.pathname + location.search, { target: "#board", swap: "outerHTML" });
+    }
+  });
+})();

@@ -1,0 +1,397 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/uptrace/bun"
+
+	"pasarela/db"
+	"pasarela/jobs"
+)
+
+// boardColumn is one state's column of the board.
+type boardColumn struct {
+	Estado string
+	Tasks  []db.Task
+}
+
+type boardPage struct {
+	Page
+	Columns    []boardColumn
+	Filter     db.TaskFilter
+	Users      []db.UserChoice
+	Priorities []string
+	States     []string
+	Today      time.Time
+	// Problem is why a move or a new task was refused (shown above the board).
+	Problem string
+	Form    taskForm
+}
+
+// taskForm is what a create or edit form sent, with its problems by field.
+type taskForm struct {
+	Titulo, Descripcion, Prioridad, AsignadoID, FechaLimite string
+	Problems                                               map[string]string
+}
+
+func (s *Server) boardData(c *fiber.Ctx) (boardPage, error) {
+	ctx := c.UserContext()
+	f := db.TaskFilter{Prioridad: c.Query("prioridad"), Q: strings.TrimSpace(c.Query("q"))}
+	if v := c.Query("asignado"); v != "" {
+		f.AsignadoID, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if f.Prioridad != "" && !slices.Contains(db.TaskPriorities, f.Prioridad) {
+		f.Prioridad = ""
+	}
+	tasks, err := s.store.Board(ctx, s.db, f)
+	if err != nil {
+		return boardPage{}, err
+	}
+	users, err := s.store.UserChoices(ctx, s.db)
+	if err != nil {
+		return boardPage{}, err
+	}
+	data := boardPage{Page: s.page(c, "Tareas"), Filter: f, Users: users, Priorities: db.TaskPriorities,
+		States: db.TaskStates, Today: time.Now(), Form: taskForm{Prioridad: "media"}}
+	data.DragDrop = true
+	for _, st := range db.TaskStates {
+		col := boardColumn{Estado: st}
+		for _, t := range tasks {
+			if t.Estado == st {
+				col.Tasks = append(col.Tasks, t)
+			}
+		}
+		data.Columns = append(data.Columns, col)
+	}
+	return data, nil
+}
+
+func (s *Server) showBoard(c *fiber.Ctx) error {
+	data, err := s.boardData(c)
+	if err != nil {
+		return err
+	}
+	return s.render(c, fiber.StatusOK, "pages/tasks/board", "partials/tasks/board", data)
+}
+
+// bodyValues reads a form or a JSON object (CONTRACT §4: moves take either).
+func bodyValues(c *fiber.Ctx) (func(string) string, error) {
+	if mt, _, _ := mime.ParseMediaType(c.Get(fiber.HeaderContentType)); mt == fiber.MIMEApplicationJSON {
+		var obj map[string]any
+		if err := json.Unmarshal(c.Body(), &obj); err != nil {
+			return nil, fiber.NewError(fiber.StatusBadRequest, "El cuerpo debe ser un objeto JSON válido.")
+		}
+		return func(k string) string {
+			switch v := obj[k].(type) {
+			case string:
+				return v
+			case float64:
+				return strconv.FormatFloat(v, 'f', -1, 64)
+			}
+			return ""
+		}, nil
+	}
+	return func(k string) string { return c.FormValue(k) }, nil
+}
+
+func taskID(c *fiber.Ctx) (int64, error) {
+	id, err := strconv.ParseInt(c.Params("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")
+	}
+	return id, nil
+}
+
+// moveTask is PUT /tarea/:id/estado: the card goes to estado, right below
+// despues_de (0 or absent: the top). htmx gets the board back, also when the
+// move is refused, so a card a browser moved in vain snaps back.
+func (s *Server) moveTask(c *fiber.Ctx) error {
+	id, err := taskID(c)
+	if err != nil {
+		return err
+	}
+	get, err := bodyValues(c)
+	if err != nil {
+		return err
+	}
+	estado := get("estado")
+	after, errAfter := strconv.ParseInt(strings.TrimSpace(orZero(get("despues_de"))), 10, 64)
+	version, errVersion := strconv.Atoi(strings.TrimSpace(orZero(get("version"))))
+	problem, status := "", fiber.StatusOK
+	switch {
+	case !slices.Contains(db.TaskStates, estado):
+		problem, status = "Estado desconocido: use por_hacer, en_progreso, revisión o hecho.", fiber.StatusUnprocessableEntity
+	case errAfter != nil || after < 0:
+		problem, status = "despues_de debe ser el número de una tarea, o 0 para arriba.", fiber.StatusUnprocessableEntity
+	case errVersion != nil || version < 0:
+		problem, status = "version debe ser un número.", fiber.StatusUnprocessableEntity
+	}
+	if problem == "" {
+		u := currentUser(c)
+		err = s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) error {
+			before, err := s.store.Task(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			moved, err := s.store.MoveTask(ctx, tx, id, estado, after, version, u.ID)
+			if err != nil || moved.Estado == before.Estado {
+				return err
+			}
+			return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_estado",
+				Titulo: fmt.Sprintf("«%s» pasó a %s", moved.Titulo, badgeFor(moved.Estado).Label),
+				Texto:  "Movida por " + u.Email + ".", Enlace: fmt.Sprintf("/tarea/%d", moved.ID),
+				UserIDs: recipients(u.ID, moved.AsignadoID, moved.CreadoPor)})
+		})
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+			return fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")
+		case errors.Is(err, db.ErrBadNeighbour):
+			problem, status = "La tarea indicada en despues_de no está en esa columna.", fiber.StatusUnprocessableEntity
+		case errors.Is(err, db.ErrStale):
+			problem, status = "Otra persona cambió esta tarea; el tablero muestra su estado actual.", fiber.StatusConflict
+		case err != nil:
+			return err
+		}
+	}
+	if !isHTMX(c) && strings.Contains(c.Get(fiber.HeaderAccept), "json") {
+		if problem != "" {
+			return c.Status(status).JSON(fiber.Map{"error": problem})
+		}
+		t, err := s.store.Task(c.UserContext(), s.db, id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"id": t.ID, "estado": t.Estado, "version": t.Version})
+	}
+	data, err := s.boardData(c)
+	if err != nil {
+		return err
+	}
+	data.Problem = problem
+	return s.render(c, status, "partials/tasks/board", "partials/tasks/board", data)
+}
+
+func orZero(v string) string {
+	if strings.TrimSpace(v) == "" {
+		return "0"
+	}
+	return v
+}
+
+// recipients are the people a task's event goes to, without the one who caused it.
+func recipients(actor int64, ids ...*int64) []int64 {
+	var out []int64
+	for _, id := range ids {
+		if id != nil && *id != actor && !slices.Contains(out, *id) {
+			out = append(out, *id)
+		}
+	}
+	return out
+}
+
+// readTaskForm validates a create or edit form into t.
+func readTaskForm(c *fiber.Ctx, t *db.Task) taskForm {
+	f := taskForm{Titulo: strings.TrimSpace(c.FormValue("titulo")), Descripcion: c.FormValue("descripcion"),
+		Prioridad: c.FormValue("prioridad"), AsignadoID: c.FormValue("asignado_id"), FechaLimite: c.FormValue("fecha_limite"),
+		Problems: map[string]string{}}
+	if n := utf8.RuneCountInString(f.Titulo); n < 1 || n > 200 {
+		f.Problems["titulo"] = "Escriba un título de 1 a 200 caracteres."
+	}
+	if f.Prioridad == "" {
+		f.Prioridad = "media"
+	}
+	if !slices.Contains(db.TaskPriorities, f.Prioridad) {
+		f.Problems["prioridad"] = "Elija baja, media, alta o urgente."
+	}
+	t.Titulo, t.Descripcion, t.Prioridad = f.Titulo, storable(f.Descripcion), f.Prioridad
+	t.AsignadoID, t.FechaLimite = nil, nil
+	if f.AsignadoID != "" && f.AsignadoID != "0" {
+		if id, err := strconv.ParseInt(f.AsignadoID, 10, 64); err == nil && id > 0 {
+			t.AsignadoID = &id
+		} else {
+			f.Problems["asignado_id"] = "Elija una persona de la lista."
+		}
+	}
+	if f.FechaLimite != "" {
+		if d, err := time.Parse("2006-01-02", f.FechaLimite); err == nil {
+			t.FechaLimite = &d
+		} else {
+			f.Problems["fecha_limite"] = "Use una fecha AAAA-MM-DD."
+		}
+	}
+	return f
+}
+
+// createTask is POST /tarea: 303 to the new task, or the board for htmx.
+func (s *Server) createTask(c *fiber.Ctx) error {
+	t := &db.Task{}
+	form := readTaskForm(c, t)
+	u := currentUser(c)
+	if len(form.Problems) == 0 {
+		err := s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) error {
+			if err := s.store.CreateTask(ctx, tx, t, u.ID); err != nil {
+				return err
+			}
+			return s.emitAssigned(ctx, tx, t, u)
+		})
+		if isForeignKey(err) {
+			form.Problems["asignado_id"] = "Esa persona no existe."
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(form.Problems) == 0 && !isHTMX(c) {
+		return c.Redirect(fmt.Sprintf("/tarea/%d", t.ID), fiber.StatusSeeOther)
+	}
+	data, err := s.boardData(c)
+	if err != nil {
+		return err
+	}
+	status := fiber.StatusOK
+	if len(form.Problems) > 0 {
+		data.Form, status = form, fiber.StatusUnprocessableEntity
+	}
+	return s.render(c, status, "pages/tasks/board", "partials/tasks/board", data)
+}
+
+func (s *Server) emitAssigned(ctx context.Context, tx bun.Tx, t *db.Task, by *db.User) error {
+	if t.AsignadoID == nil || *t.AsignadoID == by.ID {
+		return nil
+	}
+	return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_asignada",
+		Titulo: fmt.Sprintf("Le asignaron «%s»", t.Titulo), Texto: "Asignada por " + by.Email + ".",
+		Enlace: fmt.Sprintf("/tarea/%d", t.ID), UserIDs: []int64{*t.AsignadoID}})
+}
+
+func isForeignKey(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "SQLSTATE=23503")
+}
+
+type taskPage struct {
+	Page
+	Task       *db.Task
+	History    []db.TaskActivity
+	Users      []db.UserChoice
+	Priorities []string
+	States     []string
+	Form       taskForm
+	Today      time.Time
+}
+
+func (s *Server) taskPageData(c *fiber.Ctx, id int64) (taskPage, error) {
+	ctx := c.UserContext()
+	t, err := s.store.Task(ctx, s.db, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return taskPage{}, fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")
+	}
+	if err != nil {
+		return taskPage{}, err
+	}
+	history, err := s.store.TaskHistory(ctx, s.db, id)
+	if err != nil {
+		return taskPage{}, err
+	}
+	users, err := s.store.UserChoices(ctx, s.db)
+	if err != nil {
+		return taskPage{}, err
+	}
+	form := taskForm{Titulo: t.Titulo, Descripcion: t.Descripcion, Prioridad: t.Prioridad}
+	if t.AsignadoID != nil {
+		form.AsignadoID = strconv.FormatInt(*t.AsignadoID, 10)
+	}
+	if t.FechaLimite != nil {
+		form.FechaLimite = t.FechaLimite.Format("2006-01-02")
+	}
+	return taskPage{Page: s.page(c, "Tarea "+t.Titulo), Task: t, History: history, Users: users,
+		Priorities: db.TaskPriorities, States: db.TaskStates, Form: form, Today: time.Now()}, nil
+}
+
+func (s *Server) showTask(c *fiber.Ctx) error {
+	id, err := taskID(c)
+	if err != nil {
+		return err
+	}
+	data, err := s.taskPageData(c, id)
+	if err != nil {
+		return err
+	}
+	return s.render(c, fiber.StatusOK, "pages/tasks/show", "", data)
+}
+
+// updateTask is PUT /tarea/:id (and POST, for a page without script): saves
+// the edit if version is still the task's; 409 otherwise, with the fresh task.
+func (s *Server) updateTask(c *fiber.Ctx) error {
+	id, err := taskID(c)
+	if err != nil {
+		return err
+	}
+	data, err := s.taskPageData(c, id)
+	if err != nil {
+		return err
+	}
+	version, _ := strconv.Atoi(c.FormValue("version"))
+	t := *data.Task
+	form := readTaskForm(c, &t)
+	status := fiber.StatusOK
+	if len(form.Problems) == 0 {
+		u := currentUser(c)
+		err = s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) error {
+			if err := s.store.UpdateTask(ctx, tx, &t, version, u.ID); err != nil {
+				return err
+			}
+			if t.AsignadoID != nil && (data.Task.AsignadoID == nil || *data.Task.AsignadoID != *t.AsignadoID) {
+				return s.emitAssigned(ctx, tx, &t, u)
+			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, db.ErrStale):
+			form.Problems["version"] = "Otra persona cambió esta tarea mientras la editaba; revise su estado actual y vuelva a guardar."
+			status = fiber.StatusConflict
+		case isForeignKey(err):
+			form.Problems["asignado_id"] = "Esa persona no existe."
+		case err != nil:
+			return err
+		}
+	}
+	if len(form.Problems) == 0 {
+		s.setFlash(c, "Tarea guardada.")
+		return redirectAfterPost(c, fmt.Sprintf("/tarea/%d", id))
+	}
+	if status == fiber.StatusOK {
+		status = fiber.StatusUnprocessableEntity
+	}
+	if data, err = s.taskPageData(c, id); err != nil {
+		return err
+	}
+	if status == fiber.StatusUnprocessableEntity {
+		data.Form = form
+	}
+	data.Form.Problems = form.Problems
+	return s.render(c, status, "pages/tasks/show", "", data)
+}
+
+// deleteTask is DELETE /tarea/:id (and POST /tarea/:id/eliminar without script).
+func (s *Server) deleteTask(c *fiber.Ctx) error {
+	id, err := taskID(c)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteTask(c.UserContext(), s.db, id); errors.Is(err, db.ErrNotFound) {
+		return fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")
+	} else if err != nil {
+		return err
+	}
+	s.setFlash(c, "Tarea eliminada.")
+	return redirectAfterPost(c, "/app/tareas")
+}

@@ -1,0 +1,155 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"pasarela/db"
+)
+
+// put sends a form with PUT (as htmx does), with the page's CSRF token.
+func (br *browser) put(path string, form url.Values, headers ...string) (*http.Response, *goquerySelection) {
+	br.t.Helper()
+	req := httptest.NewRequest(http.MethodPut, path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-CSRF-Token", br.csrf)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp := br.do(req)
+	return resp, parse(br.t, resp).Selection
+}
+
+func createTask(t *testing.T, br *browser, title string, extra ...string) int64 {
+	t.Helper()
+	form := url.Values{"titulo": {title}, "prioridad": {"alta"}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		form.Set(extra[i], extra[i+1])
+	}
+	resp, _ := br.post("/tarea", form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	var id int64
+	_, err := fmt.Sscanf(resp.Header.Get("Location"), "/tarea/%d", &id)
+	require.NoError(t, err, resp.Header.Get("Location"))
+	return id
+}
+
+func TestTheBoardShowsColumnsInOrderAndMovesCards(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	a := createTask(t, br, "Conciliar pagos de noviembre")
+	c := createTask(t, br, "Renovar certificado TLS")
+
+	_, doc := br.get("/app/tareas")
+	var cols []string
+	doc.Find("[data-estado]").Each(func(_ int, s *goquerySelection) {
+		if s.Is("section") {
+			cols = append(cols, s.AttrOr("data-estado", ""))
+		}
+	})
+	require.Equal(t, []string{"por_hacer", "en_progreso", "revisión", "hecho"}, cols)
+	require.Equal(t, 2, doc.Find(`section[data-estado="por_hacer"] [data-task-id]`).Length())
+	version := doc.Find(fmt.Sprintf(`[data-task-id="%d"]`, a)).AttrOr("data-version", "")
+	require.Equal(t, "1", version)
+
+	// A move, as the board's script sends it: the card lands in revisión.
+	resp, board := br.put(fmt.Sprintf("/tarea/%d/estado", a), url.Values{"estado": {"revisión"}, "despues_de": {"0"}, "version": {"1"}}, "HX-Request", "true")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, 1, board.Find(fmt.Sprintf(`section[data-estado="revisión"] [data-task-id="%d"]`, a)).Length())
+	// Below it, by neighbour id.
+	resp, board = br.put(fmt.Sprintf("/tarea/%d/estado", c), url.Values{"estado": {"revisión"}, "despues_de": {fmt.Sprint(a)}}, "HX-Request", "true")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var order []string
+	board.Find(`section[data-estado="revisión"] [data-task-id]`).Each(func(_ int, s *goquerySelection) {
+		order = append(order, s.AttrOr("data-task-id", ""))
+	})
+	require.Equal(t, []string{fmt.Sprint(a), fmt.Sprint(c)}, order)
+
+	// JSON works too.
+	req := httptest.NewRequest(http.MethodPut, fmt.Sprintf("/tarea/%d/estado", c), strings.NewReader(`{"estado":"hecho","despues_de":0}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-CSRF-Token", br.csrf)
+	r := br.do(req)
+	require.Equal(t, http.StatusOK, r.StatusCode)
+
+	cases := []struct {
+		name   string
+		path   string
+		form   url.Values
+		status int
+	}{
+		{"unknown state", fmt.Sprintf("/tarea/%d/estado", a), url.Values{"estado": {"archivada"}}, 422},
+		{"unknown task", "/tarea/999999/estado", url.Values{"estado": {"hecho"}}, 404},
+		{"neighbour in another column", fmt.Sprintf("/tarea/%d/estado", a), url.Values{"estado": {"por_hacer"}, "despues_de": {fmt.Sprint(c)}}, 422},
+		{"stale version", fmt.Sprintf("/tarea/%d/estado", a), url.Values{"estado": {"hecho"}, "version": {"1"}}, 409},
+	}
+	for _, tc := range cases {
+		resp, board := br.put(tc.path, tc.form, "HX-Request", "true")
+		require.Equal(t, tc.status, resp.StatusCode, tc.name)
+		if tc.status == 409 {
+			require.NotEmpty(t, board.Find("#board-problem").Text(), "the fresh board comes back with the reason")
+			require.Equal(t, 1, board.Find(fmt.Sprintf(`section[data-estado="revisión"] [data-task-id="%d"]`, a)).Length(), "where the card really is")
+		}
+	}
+	// Without CSRF, and without the module.
+	req = httptest.NewRequest(http.MethodPut, fmt.Sprintf("/tarea/%d/estado", a), strings.NewReader("estado=hecho"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	require.Equal(t, http.StatusForbidden, br.do(req).StatusCode)
+	op := b.browser(t)
+	op.login(operatorEmail)
+	resp, _ = op.get("/app/tareas")
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+func TestATaskIsCreatedEditedAndDeletedWithItsHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	resp, doc := br.post("/tarea", url.Values{"titulo": {"  "}, "fecha_limite": {"mañana"}})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Equal(t, "true", doc.Find("#titulo").AttrOr("aria-invalid", ""))
+	require.NotEmpty(t, doc.Find("#fecha_limite-error").Text())
+
+	operator, err := b.store.Authenticate(ctx, b.env.DB, operatorEmail, testPassword)
+	require.NoError(t, err)
+	id := createTask(t, br, "Revisar contracargos", "asignado_id", fmt.Sprint(operator.ID), "fecha_limite", "2020-01-31")
+	var jobs int
+	require.NoError(t, b.env.DB.NewRaw(`SELECT count(*) FROM river_job WHERE kind = 'notificacion' AND args->>'evento' = 'tarea_asignada'`).Scan(ctx, &jobs))
+	require.Positive(t, jobs, "the assignee hears of it, in the task's transaction")
+
+	_, doc = br.get(fmt.Sprintf("/tarea/%d", id))
+	require.Contains(t, doc.Find("h1").Text(), "Revisar contracargos")
+	require.Contains(t, doc.Find("#task-detail").Text(), "vencida", "past its due date")
+	require.Contains(t, doc.Find("ul.history").Text(), "creada")
+
+	// An edit from an old version is refused with the fresh task.
+	resp, _ = br.post(fmt.Sprintf("/tarea/%d", id), url.Values{"titulo": {"Revisar contracargos de octubre"}, "prioridad": {"urgente"}, "version": {"1"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, doc = br.post(fmt.Sprintf("/tarea/%d", id), url.Values{"titulo": {"Otra cosa"}, "prioridad": {"baja"}, "version": {"1"}})
+	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	require.Equal(t, "Revisar contracargos de octubre", doc.Find("#titulo").AttrOr("value", ""))
+	task, err := b.store.Task(ctx, b.env.DB, id)
+	require.NoError(t, err)
+	require.Equal(t, "urgente", task.Prioridad)
+
+	resp, _ = br.post(fmt.Sprintf("/tarea/%d/eliminar", id), nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, err = b.store.Task(ctx, b.env.DB, id)
+	require.ErrorIs(t, err, db.ErrNotFound)
+	resp, _ = br.get(fmt.Sprintf("/tarea/%d", id))
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
