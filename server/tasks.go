@@ -41,7 +41,7 @@ type boardPage struct {
 // taskForm is what a create or edit form sent, with its problems by field.
 type taskForm struct {
 	Titulo, Descripcion, Prioridad, AsignadoID, FechaLimite string
-	Problems                                               map[string]string
+	Problems                                                map[string]string
 }
 
 func (s *Server) boardData(c *fiber.Ctx) (boardPage, error) {
