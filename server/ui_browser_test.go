@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"pasarela/db"
 )
@@ -55,6 +56,21 @@ func seedRealistic(t *testing.T, b *bundle) (webhookID, attemptID int64) {
 		require.NoError(t, b.store.AddToInbox(ctx, b.env.DB, []int64{admin.ID}, db.InboxItem{Evento: "servidor_caido",
 			Titulo: fmt.Sprintf("El servidor pagos-produccion-santiago-%02d.empresa-distribuidora-del-sur.cl no responde", i),
 			Texto:  "Sin latido del agente desde hace tres intervalos (90 s).", Enlace: "/app"}))
+	}
+	due := time.Now().AddDate(0, 0, -2)
+	for i, title := range []string{"Conciliar los pagos aprobados de noviembre con la cartola del banco",
+		"Renovar el certificado TLS de pagos-produccion-santiago-01", "Revisar contracargos pendientes", "Actualizar la clave secreta del webhook"} {
+		task := &db.Task{Titulo: title, Prioridad: db.TaskPriorities[i%4], AsignadoID: &admin.ID}
+		if i%2 == 0 {
+			task.FechaLimite = &due
+		}
+		require.NoError(t, b.env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			if err := b.store.CreateTask(ctx, tx, task, admin.ID); err != nil {
+				return err
+			}
+			_, err := b.store.MoveTask(ctx, tx, task.ID, db.TaskStates[i%4], 0, 0, admin.ID)
+			return err
+		}))
 	}
 	return webhookID, attemptID
 }
