@@ -294,3 +294,36 @@ func (s *Store) UserChoices(ctx context.Context, idb bun.IDB) ([]UserChoice, err
 	}
 	return rows, nil
 }
+
+// TaskComment is one comment on a task.
+type TaskComment struct {
+	bun.BaseModel `bun:"table:tarea_comentarios,alias:c"`
+
+	ID        int64     `bun:"id,pk,autoincrement"`
+	TareaID   int64     `bun:"tarea_id"`
+	UserID    *int64    `bun:"user_id"`
+	Texto     string    `bun:"texto"`
+	CreatedAt time.Time `bun:"created_at,nullzero,default:now()"`
+
+	UserEmail string `bun:"user_email,scanonly"`
+}
+
+// AddComment appends a comment and a line of history.
+func (s *Store) AddComment(ctx context.Context, tx bun.Tx, taskID, by int64, texto string) error {
+	c := &TaskComment{TareaID: taskID, UserID: &by, Texto: texto}
+	if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
+		return fmt.Errorf("comment on task %d: %w", taskID, err)
+	}
+	return s.logActivity(ctx, tx, taskID, by, "comentada", "")
+}
+
+// Comments lists a task's comments, oldest first.
+func (s *Store) Comments(ctx context.Context, idb bun.IDB, taskID int64) ([]TaskComment, error) {
+	var rows []TaskComment
+	err := idb.NewSelect().Model(&rows).ColumnExpr("c.*, COALESCE(u.email, '') AS user_email").
+		Join("LEFT JOIN users AS u ON u.id = c.user_id").Where("c.tarea_id = ?", taskID).OrderExpr("c.id").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("comments of task %d: %w", taskID, err)
+	}
+	return rows, nil
+}

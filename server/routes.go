@@ -74,6 +74,7 @@ func (s *Server) routes(app *fiber.App) {
 	tasks.Delete("/:id", s.deleteTask)
 	tasks.Post("/:id/eliminar", s.deleteTask) // the delete form without script
 	tasks.Put("/:id/estado", s.moveTask)
+	tasks.Post("/:id/comentarios", s.addComment)
 
 	modules := app.Group("/modules", requireUser, admin)
 	modules.Get("/", s.listModules)

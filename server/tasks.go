@@ -279,13 +279,16 @@ func isForeignKey(err error) bool {
 
 type taskPage struct {
 	Page
-	Task       *db.Task
-	History    []db.TaskActivity
-	Users      []db.UserChoice
-	Priorities []string
-	States     []string
-	Form       taskForm
-	Today      time.Time
+	Task     *db.Task
+	Comments []db.TaskComment
+	// CommentProblem is why a comment was refused.
+	CommentProblem string
+	History        []db.TaskActivity
+	Users          []db.UserChoice
+	Priorities     []string
+	States         []string
+	Form           taskForm
+	Today          time.Time
 }
 
 func (s *Server) taskPageData(c *fiber.Ctx, id int64) (taskPage, error) {
@@ -301,6 +304,10 @@ func (s *Server) taskPageData(c *fiber.Ctx, id int64) (taskPage, error) {
 	if err != nil {
 		return taskPage{}, err
 	}
+	comments, err := s.store.Comments(ctx, s.db, id)
+	if err != nil {
+		return taskPage{}, err
+	}
 	users, err := s.store.UserChoices(ctx, s.db)
 	if err != nil {
 		return taskPage{}, err
@@ -312,7 +319,7 @@ func (s *Server) taskPageData(c *fiber.Ctx, id int64) (taskPage, error) {
 	if t.FechaLimite != nil {
 		form.FechaLimite = t.FechaLimite.Format("2006-01-02")
 	}
-	return taskPage{Page: s.page(c, "Tarea "+t.Titulo), Task: t, History: history, Users: users,
+	return taskPage{Page: s.page(c, "Tarea "+t.Titulo), Task: t, History: history, Comments: comments, Users: users,
 		Priorities: db.TaskPriorities, States: db.TaskStates, Form: form, Today: time.Now()}, nil
 }
 
@@ -394,4 +401,55 @@ func (s *Server) deleteTask(c *fiber.Ctx) error {
 	}
 	s.setFlash(c, "Tarea eliminada.")
 	return redirectAfterPost(c, "/app/tareas")
+}
+
+// addComment is POST /tarea/:id/comentarios (form texto): htmx gets the
+// comments back, a plain form the task page. The assignee and the creator
+// hear of it, the author does not.
+func (s *Server) addComment(c *fiber.Ctx) error {
+	id, err := taskID(c)
+	if err != nil {
+		return err
+	}
+	texto := strings.TrimSpace(storable(c.FormValue("texto")))
+	problem := ""
+	if n := utf8.RuneCountInString(texto); n < 1 || n > 5000 {
+		problem = "Escriba un comentario de 1 a 5.000 caracteres."
+	} else {
+		u := currentUser(c)
+		err := s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) error {
+			t, err := s.store.Task(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			if err := s.store.AddComment(ctx, tx, id, u.ID, texto); err != nil {
+				return err
+			}
+			summary := texto
+			if utf8.RuneCountInString(summary) > 200 {
+				summary = string([]rune(summary)[:200]) + "…"
+			}
+			return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_comentario",
+				Titulo: fmt.Sprintf("Comentario en «%s»", t.Titulo), Texto: u.Email + ": " + summary,
+				Enlace: fmt.Sprintf("/tarea/%d", id), UserIDs: recipients(u.ID, t.AsignadoID, t.CreadoPor)})
+		})
+		if errors.Is(err, db.ErrNotFound) {
+			return fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if problem == "" && !isHTMX(c) {
+		return c.Redirect(fmt.Sprintf("/tarea/%d#comentarios", id), fiber.StatusSeeOther)
+	}
+	data, err := s.taskPageData(c, id)
+	if err != nil {
+		return err
+	}
+	status := fiber.StatusOK
+	if problem != "" {
+		data.CommentProblem, status = problem, fiber.StatusUnprocessableEntity
+	}
+	return s.render(c, status, "pages/tasks/show", "partials/tasks/comments", data)
 }

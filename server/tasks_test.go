@@ -153,3 +153,35 @@ func TestATaskIsCreatedEditedAndDeletedWithItsHistory(t *testing.T) {
 	resp, _ = br.get(fmt.Sprintf("/tarea/%d", id))
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
+
+func TestACommentIsAppendedAndTheOthersHearOfIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	operator, err := b.store.Authenticate(ctx, b.env.DB, operatorEmail, testPassword)
+	require.NoError(t, err)
+	id := createTask(t, br, "Revisar contracargos", "asignado_id", fmt.Sprint(operator.ID))
+
+	resp, doc := br.post(fmt.Sprintf("/tarea/%d/comentarios", id), url.Values{"texto": {"<b>Listo</b> el lote de octubre"}}, "HX-Request", "true")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Empty(t, doc.Find("h1").Nodes, "htmx gets the comments alone")
+	require.Equal(t, 1, doc.Find("[data-comment-id]").Length())
+	require.Contains(t, doc.Find("[data-comment-id]").Text(), "<b>Listo</b>", "shown as text")
+
+	resp, doc = br.post(fmt.Sprintf("/tarea/%d/comentarios", id), url.Values{"texto": {"   "}}, "HX-Request", "true")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Equal(t, "true", doc.Find("#texto").AttrOr("aria-invalid", ""))
+
+	var to []string
+	require.NoError(t, b.env.DB.NewRaw(`SELECT args->>'user_ids' FROM river_job WHERE kind = 'notificacion' AND args->>'evento' = 'tarea_comentario'`).
+		Scan(ctx, &to))
+	require.NotEmpty(t, to)
+	for _, ids := range to {
+		require.Equal(t, fmt.Sprintf("[%d]", operator.ID), ids, "to the assignee; not to the author, who also created the task")
+	}
+	_, doc = br.get(fmt.Sprintf("/tarea/%d", id))
+	require.Contains(t, doc.Find("ul.history").Text(), "comentada")
+}

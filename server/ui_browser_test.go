@@ -86,6 +86,8 @@ var viewports = []struct {
 func TestBrowserEveryPageHoldsItsLayoutAndPassesAxe(t *testing.T) {
 	b := setup(t)
 	webhookID, attemptID := seedRealistic(t, b)
+	var taskID int64
+	require.NoError(t, b.env.DB.NewRaw("SELECT max(id) FROM tareas").Scan(context.Background(), &taskID))
 	base := serve(t, b)
 	ctx := chromium(t)
 	axe, err := os.ReadFile(filepath.Join("testdata", "axe", "axe.min.js"))
@@ -96,7 +98,7 @@ func TestBrowserEveryPageHoldsItsLayoutAndPassesAxe(t *testing.T) {
 		"/app", "/app/webhooks/gwa", "/app/webhooks/gwa?page=3", fmt.Sprintf("/app/webhooks/gwa/%d", webhookID),
 		"/app/webhooks/gwa?q=nada-coincide", "/app/pagos/intentos", fmt.Sprintf("/app/pagos/intentos/%d", attemptID),
 		"/app/pasarelas", "/app/api-tokens", "/modules", "/app/perfil", "/app/no-existe",
-		"/app/notificaciones", "/app/notificaciones/config", "/app/tareas",
+		"/app/notificaciones", "/app/notificaciones/config", "/app/tareas", fmt.Sprintf("/tarea/%d", taskID),
 		"/gwa/retorno?reference=ORD-2026-11-000001-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA",
 	}
 	login(t, ctx, base)
