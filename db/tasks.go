@@ -327,3 +327,14 @@ func (s *Store) Comments(ctx context.Context, idb bun.IDB, taskID int64) ([]Task
 	}
 	return rows, nil
 }
+
+// OverdueTasks lists the tasks past their due date and not done.
+func (s *Store) OverdueTasks(ctx context.Context, idb bun.IDB) ([]Task, error) {
+	var rows []Task
+	err := withAssignee(idb.NewSelect().Model(&rows)).
+		Where("t.fecha_limite < current_date AND t.estado <> ?", TaskDone).OrderExpr("t.id").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("overdue tasks: %w", err)
+	}
+	return rows, nil
+}

@@ -76,6 +76,7 @@ func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 	addWorker(workers, &PurgeSessionsWorker{db: deps.DB, store: deps.Store})
 	addWorker(workers, &ProcessWebhookWorker{pool: deps.Pool, store: deps.Store})
 	addWorker(workers, &PurgePaymentLogsWorker{db: deps.DB, store: deps.Store})
+	addWorker(workers, &OverdueTasksWorker{db: deps.DB, store: deps.Store})
 	addWorker(workers, &NotifyWorker{db: deps.DB, store: deps.Store, channels: deps.Channels, baseURL: deps.BaseURL, log: deps.Logger})
 
 	periodic := []*river.PeriodicJob{
@@ -85,6 +86,9 @@ func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 		river.NewPeriodicJob(river.PeriodicInterval(24*time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return PurgePaymentLogsArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "purge_payment_logs", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(24*time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return OverdueTasksArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "tareas_vencidas", RunOnStart: true}),
 	}
 	return workers, periodic
 }

@@ -29,6 +29,9 @@ type Event struct {
 	Texto   string  `json:"texto"`
 	Enlace  string  `json:"enlace"` // a path of the console, e.g. /tarea/12
 	UserIDs []int64 `json:"user_ids"`
+	// Key, when set, makes the event's deliveries unique: a second emission
+	// with the same key (a retry, a second worker) delivers nothing more.
+	Key string `json:"key,omitempty"`
 }
 
 // NotifyArgs delivers one event on one channel.
@@ -49,18 +52,30 @@ func (q *Queue) Emit(ctx context.Context, tx bun.Tx, store *db.Store, e Event) e
 	if err != nil {
 		return fmt.Errorf("emit %s: %w", e.Evento, err)
 	}
-	for _, ch := range []struct {
-		name string
-		on   bool
-	}{{ChannelEmail, cfg.CanalEmail}, {ChannelChat, cfg.CanalChat}, {ChannelSystem, cfg.CanalSistema}} {
-		if !ch.on {
-			continue
-		}
-		if _, err := q.InsertTx(ctx, tx, NotifyArgs{Event: e, Canal: ch.name}, nil); err != nil {
+	for _, p := range deliveries(cfg, e) {
+		if _, err := q.InsertTx(ctx, tx, p.Args, p.InsertOpts); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// deliveries are the jobs of an event: one per channel switched on.
+func deliveries(cfg db.NotifEventConfig, e Event) []river.InsertManyParams {
+	var opts *river.InsertOpts
+	if e.Key != "" {
+		opts = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+	}
+	var out []river.InsertManyParams
+	for _, ch := range []struct {
+		name string
+		on   bool
+	}{{ChannelEmail, cfg.CanalEmail}, {ChannelChat, cfg.CanalChat}, {ChannelSystem, cfg.CanalSistema}} {
+		if ch.on {
+			out = append(out, river.InsertManyParams{Args: NotifyArgs{Event: e, Canal: ch.name}, InsertOpts: opts})
+		}
+	}
+	return out
 }
 
 // NotifyWorker works NotifyArgs.

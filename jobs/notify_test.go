@@ -217,3 +217,37 @@ func TestAnUnconfiguredChannelIsSkippedNotRetried(t *testing.T) {
 		return err == nil && open == 0
 	}, 15*time.Second, 50*time.Millisecond, "every delivery completes: skipped channels are not retried")
 }
+
+func TestAnOverdueTaskIsAnnouncedOnceADayHoweverOftenTheJobRuns(t *testing.T) {
+	t.Parallel()
+	n := setupNotify(t, 0)
+	ctx := context.Background()
+	yesterday := time.Now().AddDate(0, 0, -2)
+	for _, task := range []*db.Task{
+		{Titulo: "Vencida", Prioridad: "alta", AsignadoID: &n.admin.ID, FechaLimite: &yesterday},
+		{Titulo: "Sin fecha", Prioridad: "baja"},
+	} {
+		require.NoError(t, n.env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			return n.store.CreateTask(ctx, tx, task, n.admin.ID)
+		}))
+	}
+	for i := 0; i < 2; i++ { // the daily job, run twice (a retry, a second leader)
+		require.NoError(t, n.env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			_, err := n.queue.InsertTx(ctx, tx, jobs.OverdueTasksArgs{}, nil)
+			return err
+		}))
+		require.Eventually(t, func() bool {
+			var open int
+			err := n.env.DB.NewRaw(`SELECT count(*) FROM river_job WHERE state <> 'completed'`).Scan(ctx, &open)
+			return err == nil && open == 0
+		}, 20*time.Second, 50*time.Millisecond)
+	}
+	var deliveries int
+	require.NoError(t, n.env.DB.NewRaw(`SELECT count(*) FROM river_job WHERE kind = 'notificacion' AND args->>'evento' = 'tarea_vencida'`).
+		Scan(ctx, &deliveries))
+	require.Equal(t, 2, deliveries, "e-mail and inbox (tarea_vencida's channels), once, for the one overdue task")
+	require.Len(t, n.box.all(), 1)
+	unread, err := n.store.UnreadCount(ctx, n.env.DB, n.admin.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, unread)
+}
