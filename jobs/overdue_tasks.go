@@ -27,7 +27,9 @@ type OverdueTasksWorker struct {
 }
 
 // Timeout bounds one round; it only inserts delivery jobs.
-func (w *OverdueTasksWorker) Timeout(*river.Job[OverdueTasksArgs]) time.Duration { return MaxJobTimeout }
+func (w *OverdueTasksWorker) Timeout(*river.Job[OverdueTasksArgs]) time.Duration {
+	return MaxJobTimeout
+}
 
 // Work emits one event per overdue task, keyed by task and day: a second run
 // the same day (two leaders, a retry, a restart) delivers nothing more.
@@ -47,7 +49,7 @@ func (w *OverdueTasksWorker) Work(ctx context.Context, _ *river.Job[OverdueTasks
 			Titulo: fmt.Sprintf("«%s» está vencida", t.Titulo),
 			Texto:  "Vencía el " + t.FechaLimite.Format("02-01-2006") + " y sigue en " + t.Estado + ".",
 			Enlace: fmt.Sprintf("/tarea/%d", t.ID), UserIDs: recipients(t.AsignadoID, t.CreadoPor),
-			Key:    fmt.Sprintf("tarea_vencida:%d:%s", t.ID, day)})...)
+			Key: fmt.Sprintf("tarea_vencida:%d:%s", t.ID, day)})...)
 	}
 	if len(params) == 0 {
 		return nil
