@@ -75,6 +75,10 @@ func (s *Server) routes(app *fiber.App) {
 	tasks.Post("/:id/eliminar", s.deleteTask) // the delete form without script
 	tasks.Put("/:id/estado", s.moveTask)
 	tasks.Post("/:id/comentarios", s.addComment)
+	tasks.Post("/:id/adjuntos", s.uploadTaskFile)
+	tasks.Get("/:id/adjuntos/:adj", s.downloadTaskFile)
+	tasks.Delete("/:id/adjuntos/:adj", s.deleteTaskFile)
+	tasks.Post("/:id/adjuntos/:adj/eliminar", s.deleteTaskFile) // without script
 
 	modules := app.Group("/modules", requireUser, admin)
 	modules.Get("/", s.listModules)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -281,6 +282,7 @@ type taskPage struct {
 	Page
 	Task     *db.Task
 	Comments []db.TaskComment
+	Files    []db.TaskFile
 	// CommentProblem is why a comment was refused.
 	CommentProblem string
 	History        []db.TaskActivity
@@ -308,6 +310,10 @@ func (s *Server) taskPageData(c *fiber.Ctx, id int64) (taskPage, error) {
 	if err != nil {
 		return taskPage{}, err
 	}
+	files, err := s.store.TaskFiles(ctx, s.db, id)
+	if err != nil {
+		return taskPage{}, err
+	}
 	users, err := s.store.UserChoices(ctx, s.db)
 	if err != nil {
 		return taskPage{}, err
@@ -319,7 +325,7 @@ func (s *Server) taskPageData(c *fiber.Ctx, id int64) (taskPage, error) {
 	if t.FechaLimite != nil {
 		form.FechaLimite = t.FechaLimite.Format("2006-01-02")
 	}
-	return taskPage{Page: s.page(c, "Tarea "+t.Titulo), Task: t, History: history, Comments: comments, Users: users,
+	return taskPage{Page: s.page(c, "Tarea "+t.Titulo), Task: t, History: history, Comments: comments, Files: files, Users: users,
 		Priorities: db.TaskPriorities, States: db.TaskStates, Form: form, Today: time.Now()}, nil
 }
 
@@ -398,6 +404,10 @@ func (s *Server) deleteTask(c *fiber.Ctx) error {
 		return fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")
 	} else if err != nil {
 		return err
+	}
+	// Its files go with it (their rows went with the task's, by cascade).
+	if err := os.RemoveAll(s.taskDir(id)); err != nil {
+		requestLogger(c, s.log).Error("remove task files", "task", id, "error", err)
 	}
 	s.setFlash(c, "Tarea eliminada.")
 	return redirectAfterPost(c, "/app/tareas")

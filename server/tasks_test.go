@@ -1,11 +1,15 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -184,4 +188,75 @@ func TestACommentIsAppendedAndTheOthersHearOfIt(t *testing.T) {
 	}
 	_, doc = br.get(fmt.Sprintf("/tarea/%d", id))
 	require.Contains(t, doc.Find("ul.history").Text(), "comentada")
+}
+
+// upload posts one file as the task page's form does.
+func upload(t *testing.T, br *browser, taskID int64, name string, content []byte) *http.Response {
+	t.Helper()
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	require.NoError(t, w.WriteField("_csrf", br.csrf))
+	part, err := w.CreateFormFile("archivo", name)
+	require.NoError(t, err)
+	_, err = part.Write(content)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	req := httptest.NewRequest(http.MethodPost, fmt.Sprintf("/tarea/%d/adjuntos", taskID), &body)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	return br.do(req)
+}
+
+func TestAttachmentsStayInTheTasksFolderAndDownloadAsAttachments(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := setup(t, func(c *configT) { c.UploadDir, c.UploadMaxBytes = dir, 1000 })
+	ctx := context.Background()
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	id := createTask(t, br, "Con adjuntos")
+	taskDir := filepath.Join(dir, "tareas", fmt.Sprint(id))
+
+	require.Equal(t, http.StatusRequestEntityTooLarge, upload(t, br, id, "grande.bin", bytes.Repeat([]byte("x"), 1001)).StatusCode)
+	for _, name := range []string{"../../etc/passwd", "a/b.txt", `..\..\win.ini`} {
+		resp := upload(t, br, id, name, []byte("contenido de "+name))
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, name)
+	}
+	html := upload(t, br, id, "pagina.html", []byte(`<script>alert(1)</script>`))
+	require.Equal(t, http.StatusSeeOther, html.StatusCode)
+
+	files, err := b.store.TaskFiles(ctx, b.env.DB, id)
+	require.NoError(t, err)
+	require.Len(t, files, 4, "the oversized one left no row")
+	onDisk, err := os.ReadDir(taskDir)
+	require.NoError(t, err)
+	require.Len(t, onDisk, 4, "and no file; every file inside the task's folder")
+	names := map[string]bool{}
+	for _, f := range files {
+		names[f.Nombre] = true
+		require.Regexp(t, `^[0-9a-f]{32}$`, f.Archivo, "a name the server chose")
+	}
+	require.Equal(t, map[string]bool{"passwd": true, "b.txt": true, "win.ini": true, "pagina.html": true}, names)
+	_, err = os.Stat(filepath.Join(dir, "etc", "passwd"))
+	require.True(t, os.IsNotExist(err), "nothing escaped the folder")
+
+	last := files[len(files)-1]
+	resp, _ := br.get(fmt.Sprintf("/tarea/%d/adjuntos/%d", id, last.ID))
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, `attachment; filename="pagina.html"; filename*=UTF-8''pagina.html`, resp.Header.Get("Content-Disposition"))
+	require.Equal(t, "application/octet-stream", resp.Header.Get("Content-Type"))
+	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+	resp, _ = br.get(fmt.Sprintf("/tarea/%d/adjuntos/%d", id+1000, last.ID))
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "a file is reached only through its own task")
+
+	resp, _ = br.post(fmt.Sprintf("/tarea/%d/adjuntos/%d/eliminar", id, last.ID), nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	onDisk, err = os.ReadDir(taskDir)
+	require.NoError(t, err)
+	require.Len(t, onDisk, 3)
+
+	resp, _ = br.post(fmt.Sprintf("/tarea/%d/eliminar", id), nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	_, err = os.Stat(taskDir)
+	require.True(t, os.IsNotExist(err), "a deleted task takes its files with it")
 }

@@ -45,6 +45,12 @@
     region.focus({ preventScroll: false });
   });
 
+  // Upload progress: the form's <progress> follows the bytes sent.
+  body.addEventListener("htmx:xhr:progress", function (evt) {
+    var bar = evt.target.querySelector && evt.target.querySelector("progress.upload-progress");
+    if (bar && evt.detail.lengthComputable) bar.value = Math.round(evt.detail.loaded / evt.detail.total * 100);
+  });
+
   // Phone menu: the sidebar hides behind a button below 900 px.
   var menu = document.getElementById("menu-button");
   var sidebar = document.getElementById("sidebar");
