@@ -49,7 +49,10 @@ func (s *Server) boardData(c *fiber.Ctx) (boardPage, error) {
 	ctx := c.UserContext()
 	f := db.TaskFilter{Prioridad: c.Query("prioridad"), Q: strings.TrimSpace(c.Query("q"))}
 	if v := c.Query("asignado"); v != "" {
-		f.AsignadoID, _ = strconv.ParseInt(v, 10, 64)
+		// Not a user id (a hand-edited URL): the board is simply not filtered by it.
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+			f.AsignadoID = id
+		}
 	}
 	if f.Prioridad != "" && !slices.Contains(db.TaskPriorities, f.Prioridad) {
 		f.Prioridad = ""
@@ -352,9 +355,12 @@ func (s *Server) updateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	version, _ := strconv.Atoi(c.FormValue("version"))
 	t := *data.Task
 	form := readTaskForm(c, &t)
+	version, err := strconv.Atoi(c.FormValue("version"))
+	if err != nil || version < 1 {
+		form.Problems["version"] = "Falta la versión de la tarea que editó; recargue la página."
+	}
 	status := fiber.StatusOK
 	if len(form.Problems) == 0 {
 		u := currentUser(c)
