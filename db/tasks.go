@@ -57,6 +57,9 @@ type Task struct {
 
 	// AsignadoEmail is the assignee's e-mail (reads only).
 	AsignadoEmail string `bun:"asignado_email,scanonly"`
+	// MovedFrom is the column MoveTask found the task in, under the board's
+	// lock (not stored).
+	MovedFrom string `bun:"-"`
 }
 
 // Overdue reports whether the task is past its due date and not done.
@@ -186,7 +189,12 @@ func (s *Store) MoveTask(ctx context.Context, tx bun.Tx, id int64, estado string
 			return nil, err
 		}
 	}
-	return s.Task(ctx, tx, id)
+	moved, err := s.Task(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	moved.MovedFrom = from
+	return moved, nil
 }
 
 // slotBelow is a free position in column estado right below task after (0:

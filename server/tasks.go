@@ -143,18 +143,17 @@ func (s *Server) moveTask(c *fiber.Ctx) error {
 	if problem == "" {
 		u := currentUser(c)
 		err = s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) error {
-			before, err := s.store.Task(ctx, tx, id)
+			moved, err := s.store.MoveTask(ctx, tx, id, estado, after, version, u.ID)
 			if err != nil {
 				return err
 			}
-			moved, err := s.store.MoveTask(ctx, tx, id, estado, after, version, u.ID)
-			if err != nil || moved.Estado == before.Estado {
-				return err
+			to := recipients(u.ID, moved.AsignadoID, moved.CreadoPor)
+			if moved.Estado == moved.MovedFrom || len(to) == 0 {
+				return nil // no change of state, or nobody else to tell
 			}
 			return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_estado",
 				Titulo: fmt.Sprintf("«%s» pasó a %s", moved.Titulo, badgeFor(moved.Estado).Label),
-				Texto:  "Movida por " + u.Email + ".", Enlace: fmt.Sprintf("/tarea/%d", moved.ID),
-				UserIDs: recipients(u.ID, moved.AsignadoID, moved.CreadoPor)})
+				Texto:  "Movida por " + u.Email + ".", Enlace: fmt.Sprintf("/tarea/%d", moved.ID), UserIDs: to})
 		})
 		switch {
 		case errors.Is(err, db.ErrNotFound):
@@ -441,13 +440,17 @@ func (s *Server) addComment(c *fiber.Ctx) error {
 			if err := s.store.AddComment(ctx, tx, id, u.ID, texto); err != nil {
 				return err
 			}
+			to := recipients(u.ID, t.AsignadoID, t.CreadoPor)
+			if len(to) == 0 {
+				return nil
+			}
 			summary := texto
 			if utf8.RuneCountInString(summary) > 200 {
 				summary = string([]rune(summary)[:200]) + "…"
 			}
 			return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_comentario",
 				Titulo: fmt.Sprintf("Comentario en «%s»", t.Titulo), Texto: u.Email + ": " + summary,
-				Enlace: fmt.Sprintf("/tarea/%d", id), UserIDs: recipients(u.ID, t.AsignadoID, t.CreadoPor)})
+				Enlace: fmt.Sprintf("/tarea/%d", id), UserIDs: to})
 		})
 		if errors.Is(err, db.ErrNotFound) {
 			return fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")

@@ -260,3 +260,27 @@ func TestAttachmentsStayInTheTasksFolderAndDownloadAsAttachments(t *testing.T) {
 	_, err = os.Stat(taskDir)
 	require.True(t, os.IsNotExist(err), "a deleted task takes its files with it")
 }
+
+func TestAMoveTellsTheAssigneeOnlyWhenTheStateChanges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	operator, err := b.store.Authenticate(ctx, b.env.DB, operatorEmail, testPassword)
+	require.NoError(t, err)
+	mine := createTask(t, br, "Solo mía")
+	theirs := createTask(t, br, "Asignada", "asignado_id", fmt.Sprint(operator.ID))
+	count := func() int {
+		var n int
+		require.NoError(t, b.env.DB.NewRaw(`SELECT count(*) FROM river_job WHERE kind = 'notificacion' AND args->>'evento' = 'tarea_estado'`).Scan(ctx, &n))
+		return n
+	}
+	br.put(fmt.Sprintf("/tarea/%d/estado", mine), url.Values{"estado": {"hecho"}}, "HX-Request", "true")
+	require.Zero(t, count(), "nobody else to tell: the mover created it and nobody is assigned")
+	br.put(fmt.Sprintf("/tarea/%d/estado", theirs), url.Values{"estado": {"por_hacer"}}, "HX-Request", "true")
+	require.Zero(t, count(), "a move within its column is no change of state")
+	br.put(fmt.Sprintf("/tarea/%d/estado", theirs), url.Values{"estado": {"hecho"}}, "HX-Request", "true")
+	require.Positive(t, count(), "the assignee hears that it is done")
+}
