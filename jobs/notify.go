@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,18 @@ type Event struct {
 	// Key, when set, makes the event's deliveries unique: a second emission
 	// with the same key (a retry, a second worker) delivers nothing more.
 	Key string `json:"key,omitempty"`
+}
+
+// Recipients are the distinct users among ids, without actor (the one who
+// caused the event; 0 for none): nobody is told of what they did themselves.
+func Recipients(actor int64, ids ...*int64) []int64 {
+	var out []int64
+	for _, id := range ids {
+		if id != nil && *id != actor && !slices.Contains(out, *id) {
+			out = append(out, *id)
+		}
+	}
+	return out
 }
 
 // NotifyArgs delivers one event on one channel.

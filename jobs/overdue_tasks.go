@@ -48,7 +48,7 @@ func (w *OverdueTasksWorker) Work(ctx context.Context, _ *river.Job[OverdueTasks
 		params = append(params, deliveries(cfg, Event{Evento: "tarea_vencida",
 			Titulo: fmt.Sprintf("«%s» está vencida", t.Titulo),
 			Texto:  "Vencía el " + t.FechaLimite.Format("02-01-2006") + " y sigue en " + t.Estado + ".",
-			Enlace: fmt.Sprintf("/tarea/%d", t.ID), UserIDs: recipients(t.AsignadoID, t.CreadoPor),
+			Enlace: fmt.Sprintf("/tarea/%d", t.ID), UserIDs: Recipients(0, t.AsignadoID, t.CreadoPor),
 			Key: fmt.Sprintf("tarea_vencida:%d:%s", t.ID, day)})...)
 	}
 	if len(params) == 0 {
@@ -58,17 +58,4 @@ func (w *OverdueTasksWorker) Work(ctx context.Context, _ *river.Job[OverdueTasks
 		return fmt.Errorf("insert %d overdue-task deliveries: %w", len(params), err)
 	}
 	return nil
-}
-
-// recipients are the distinct users among ids.
-func recipients(ids ...*int64) []int64 {
-	var out []int64
-	seen := map[int64]bool{}
-	for _, id := range ids {
-		if id != nil && !seen[*id] {
-			seen[*id] = true
-			out = append(out, *id)
-		}
-	}
-	return out
 }

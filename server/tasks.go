@@ -147,7 +147,7 @@ func (s *Server) moveTask(c *fiber.Ctx) error {
 			if err != nil {
 				return err
 			}
-			to := recipients(u.ID, moved.AsignadoID, moved.CreadoPor)
+			to := jobs.Recipients(u.ID, moved.AsignadoID, moved.CreadoPor)
 			if moved.Estado == moved.MovedFrom || len(to) == 0 {
 				return nil // no change of state, or nobody else to tell
 			}
@@ -189,17 +189,6 @@ func orZero(v string) string {
 		return "0"
 	}
 	return v
-}
-
-// recipients are the people a task's event goes to, without the one who caused it.
-func recipients(actor int64, ids ...*int64) []int64 {
-	var out []int64
-	for _, id := range ids {
-		if id != nil && *id != actor && !slices.Contains(out, *id) {
-			out = append(out, *id)
-		}
-	}
-	return out
 }
 
 // readTaskForm validates a create or edit form into t.
@@ -350,11 +339,14 @@ func (s *Server) updateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	data, err := s.taskPageData(c, id)
+	before, err := s.store.Task(c.UserContext(), s.db, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")
+	}
 	if err != nil {
 		return err
 	}
-	t := *data.Task
+	t := *before
 	form := readTaskForm(c, &t)
 	version, err := strconv.Atoi(c.FormValue("version"))
 	if err != nil || version < 1 {
@@ -367,7 +359,7 @@ func (s *Server) updateTask(c *fiber.Ctx) error {
 			if err := s.store.UpdateTask(ctx, tx, &t, version, u.ID); err != nil {
 				return err
 			}
-			if t.AsignadoID != nil && (data.Task.AsignadoID == nil || *data.Task.AsignadoID != *t.AsignadoID) {
+			if t.AsignadoID != nil && (before.AsignadoID == nil || *before.AsignadoID != *t.AsignadoID) {
 				return s.emitAssigned(ctx, tx, &t, u)
 			}
 			return nil
@@ -389,7 +381,9 @@ func (s *Server) updateTask(c *fiber.Ctx) error {
 	if status == fiber.StatusOK {
 		status = fiber.StatusUnprocessableEntity
 	}
-	if data, err = s.taskPageData(c, id); err != nil {
+	// Refused: the page again, with the task as it is now.
+	data, err := s.taskPageData(c, id)
+	if err != nil {
 		return err
 	}
 	if status == fiber.StatusUnprocessableEntity {
@@ -440,7 +434,7 @@ func (s *Server) addComment(c *fiber.Ctx) error {
 			if err := s.store.AddComment(ctx, tx, id, u.ID, texto); err != nil {
 				return err
 			}
-			to := recipients(u.ID, t.AsignadoID, t.CreadoPor)
+			to := jobs.Recipients(u.ID, t.AsignadoID, t.CreadoPor)
 			if len(to) == 0 {
 				return nil
 			}
