@@ -7,6 +7,7 @@ BIN        := bin/pasarela
 TEST_PGDIR ?= $(or $(TMPDIR),/tmp)/pasarela-test-$(shell id -u)
 # Front-end libraries, pinned; `make vendor` fetches them from the npm registry.
 HTMX_VERSION := 2.0.8
+HTMX_SSE_VERSION := 2.2.4
 UPLOT_VERSION := 1.6.32
 SORTABLE_VERSION := 1.15.7
 # axe-core checks pages for accessibility in the browser tests only; it is never served.
@@ -63,6 +64,9 @@ vendor:
 	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent htmx.org@$(HTMX_VERSION) >/dev/null && \
 	  tar xzf htmx.org-$(HTMX_VERSION).tgz && \
 	  cp package/dist/htmx.min.js package/LICENSE $(CURDIR)/static/vendor/htmx/ && rm -rf $$tmp
+	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent htmx-ext-sse@$(HTMX_SSE_VERSION) >/dev/null && \
+	  tar xzf htmx-ext-sse-$(HTMX_SSE_VERSION).tgz && mkdir -p $(CURDIR)/static/vendor/htmx-ext-sse && \
+	  cp package/dist/sse.min.js package/LICENSE $(CURDIR)/static/vendor/htmx-ext-sse/ && rm -rf $$tmp
 	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent uplot@$(UPLOT_VERSION) >/dev/null && \
 	  tar xzf uplot-$(UPLOT_VERSION).tgz && mkdir -p $(CURDIR)/static/vendor/uplot && \
 	  cp package/dist/uPlot.iife.min.js package/dist/uPlot.min.css package/LICENSE $(CURDIR)/static/vendor/uplot/ && rm -rf $$tmp
@@ -72,7 +76,7 @@ vendor:
 	@tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
 	  tar xzf axe-core-$(AXE_VERSION).tgz && mkdir -p $(CURDIR)/server/testdata/axe && \
 	  cp package/axe.min.js package/LICENSE $(CURDIR)/server/testdata/axe/ && rm -rf $$tmp
-	@echo "static/vendor updated: htmx $(HTMX_VERSION), uPlot $(UPLOT_VERSION), SortableJS $(SORTABLE_VERSION); server/testdata/axe: axe-core $(AXE_VERSION)"
+	@echo "static/vendor updated: htmx $(HTMX_VERSION), htmx-ext-sse $(HTMX_SSE_VERSION), uPlot $(UPLOT_VERSION), SortableJS $(SORTABLE_VERSION); server/testdata/axe: axe-core $(AXE_VERSION)"
 
 clean:
 	rm -rf bin

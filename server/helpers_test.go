@@ -93,6 +93,7 @@ func setupWith(t testing.TB, o options) *bundle {
 	app, err := server.New(server.Deps{Config: cfg, DB: env.DB, Pool: env.Pool, Store: store, Queue: queue, JobsUI: ui, Logger: logger,
 		UpstreamTimeout: o.upstreamTimeout})
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = app.Shutdown() }) // its LISTEN connection and writers
 	if o.worker {
 		client, err := jobs.NewWorkerClient(env.Pool, workers, nil, logger, jobs.WorkerOptions{})
 		require.NoError(t, err)

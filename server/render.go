@@ -23,6 +23,8 @@ type Page struct {
 	Charts bool
 	// DragDrop loads SortableJS (the task board).
 	DragDrop bool
+	// Live is the catch-up token of the page's event stream (live.go).
+	Live string
 }
 
 // page fills the common data of a page for the current request and consumes
@@ -32,6 +34,7 @@ func (s *Server) page(c *fiber.Ctx, title string) Page {
 	p := Page{Title: title, User: u, CSRF: csrfToken(c), Flash: s.takeFlash(c), TZ: "UTC"}
 	if u != nil {
 		p.Nav = navFor(u, c.Path())
+		p.Live = s.live.token()
 		p.TZ = u.TimeZone
 		n, err := s.store.UnreadCount(c.UserContext(), s.db, u.ID)
 		if err != nil { // the badge is not worth failing a page for

@@ -43,6 +43,7 @@ func (s *Server) routes(app *fiber.App) {
 	// Session required.
 	appGroup := app.Group("/app", requireUser)
 	appGroup.Get("/", s.home)
+	appGroup.Get("/eventos", s.liveEvents)
 	appGroup.Post("/panel/aviso-silencio", requireModule(db.ModuleAdmin), s.saveSilenceAlert)
 	appGroup.Get("/notificaciones", s.showInbox)
 	appGroup.Post("/notificaciones/leidas", s.markAllRead)

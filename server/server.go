@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -55,6 +56,9 @@ type Server struct {
 	methods routeTable
 	// rejections counts refused webhook deliveries in memory (rejections.go).
 	rejections *rejectionCounter
+	// live tells open pages what changed (live.go); views renders its fragments.
+	live  *liveHub
+	views *html.Engine
 }
 
 // New builds the Fiber app with every route of routes.go.
@@ -94,8 +98,18 @@ func New(d Deps) (*fiber.App, error) {
 	})
 	s.ingest = newIngester(d.Pool, d.Store, d.Queue, d.Logger)
 	s.rejections = newRejectionCounter(d.DB, d.Store, d.Logger)
-	// After the HTTP server has finished its requests: nothing more comes in.
-	app.Hooks().OnShutdown(func() error { s.ingest.close(); s.rejections.close(); return nil })
+	if s.live, err = startLiveHub(d.Pool.Config().ConnConfig.Copy(), d.Logger); err != nil {
+		return nil, err
+	}
+	s.views = engine
+	// After the HTTP server has finished its requests (event streams end when
+	// the shutdown starts): nothing more comes in. Once, however many times
+	// the app is shut down.
+	var closeOnce sync.Once
+	app.Hooks().OnShutdown(func() error {
+		closeOnce.Do(func() { s.ingest.close(); s.rejections.close(); s.live.close() })
+		return nil
+	})
 	s.routes(app)
 	return app, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,6 +231,15 @@ func TestBrowserDragACardToAnotherColumnAndItStaysAfterReload(t *testing.T) {
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(base+"/app/tareas"),
 		chromedp.WaitVisible(css(fmt.Sprintf(`[data-task-id="%d"]`, id)))))
+	drag(t, ctx, fmt.Sprintf(`[data-task-id="%d"] .task-meta`, id), `ol.cards[data-estado="revisión"]`)
+	inReview := css(fmt.Sprintf(`section[data-estado="revisión"] [data-task-id="%d"][data-version="2"]`, id))
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(inReview)), "the server's board shows the card moved")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(inReview)), "and it is still there after a reload")
+}
+
+// drag holds the mouse on from and lets go over to, in small steps, as a hand does.
+func drag(t *testing.T, ctx context.Context, from, to string) {
+	t.Helper()
 	center := func(sel string) (float64, float64) {
 		t.Helper()
 		xy, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector('`+sel+`').getBoundingClientRect();
@@ -236,8 +247,8 @@ func TestBrowserDragACardToAnotherColumnAndItStaysAfterReload(t *testing.T) {
 		require.NoError(t, err)
 		return xy[0], xy[1]
 	}
-	x0, y0 := center(fmt.Sprintf(`[data-task-id="%d"] .task-meta`, id))
-	x1, y1 := center(`ol.cards[data-estado="revisión"]`)
+	x0, y0 := center(from)
+	x1, y1 := center(to)
 	steps := []chromedp.Action[chromedp.Void]{chromedp.MouseEvent(chromedp.MousePressed, x0, y0, chromedp.ButtonLeft)}
 	for i := 1; i <= 12; i++ {
 		f := float64(i) / 12
@@ -246,7 +257,94 @@ func TestBrowserDragACardToAnotherColumnAndItStaysAfterReload(t *testing.T) {
 	}
 	steps = append(steps, chromedp.MouseEvent(chromedp.MouseReleased, x1, y1, chromedp.ButtonLeft))
 	require.NoError(t, chromedp.Do(ctx, steps...))
-	inReview := css(fmt.Sprintf(`section[data-estado="revisión"] [data-task-id="%d"][data-version="2"]`, id))
-	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(inReview)), "the server's board shows the card moved")
-	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(inReview)), "and it is still there after a reload")
+}
+
+func TestBrowserARefusedMoveSnapsBackWithTheReason(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+	login(t, ctx, base)
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	id := createTask(t, br, "Tarjeta que otra persona cambia")
+
+	card := fmt.Sprintf(`[data-task-id="%d"]`, id)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(base+"/app/tareas"),
+		chromedp.WaitVisible(css(card))))
+	// Stop this page's live updates, as a dropped connection would, so the
+	// card on screen keeps its old version.
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.dispatchEvent(new PageTransitionEvent("pagehide")), true`))
+	require.NoError(t, err)
+	resp, _ := br.put(fmt.Sprintf("/tarea/%d/estado", id), url.Values{"estado": {"en_progreso"}, "version": {"1"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css(`section[data-estado="por_hacer"] `+card+`[data-version="1"]`))),
+		"the page did not hear of the move")
+
+	drag(t, ctx, card+" .task-meta", `ol.cards[data-estado="hecho"]`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css(`#board-problem`))))
+	problem, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("board-problem").textContent`))
+	require.NoError(t, err)
+	require.Contains(t, problem, "Otra persona cambió esta tarea")
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css(`section[data-estado="en_progreso"] `+card+`[data-version="2"]`))),
+		"the card is where the other person put it, not where it was dropped")
+}
+
+func TestBrowserASecondAdminSeesMovesAndNotificationsWithoutReloading(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	watcher, mover := chromium(t), chromium(t)
+	type css = chromedp.CSS
+	login(t, watcher, base)
+	login(t, mover, base)
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	id := createTask(t, br, "Tarjeta que se mueve sola")
+	card := fmt.Sprintf(`[data-task-id="%d"]`, id)
+
+	for _, ctx := range []context.Context{watcher, mover} {
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(base+"/app/tareas"),
+			chromedp.WaitVisible(css(card))))
+	}
+	// The mover uses the card's state selector, as from the keyboard.
+	require.NoError(t, chromedp.Do(mover, chromedp.SetValue(css(fmt.Sprintf("#move-%d", id)), "hecho")))
+	_, err := chromedp.Run(mover, chromedp.Evaluate[bool](fmt.Sprintf(`document.getElementById("move-%d").dispatchEvent(new Event("change", {bubbles: true}))`, id)))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(mover, chromedp.WaitVisible(css(`section[data-estado="hecho"] `+card))))
+	require.NoError(t, chromedp.Do(watcher, chromedp.WaitVisible(css(`section[data-estado="hecho"] `+card))),
+		"the watcher's board shows the move without a reload")
+
+	// Leave the board and come back through history (the back-forward cache):
+	// the page catches up on what it missed while away.
+	require.NoError(t, chromedp.Do(watcher, chromedp.Navigate(base+"/app/perfil"), chromedp.WaitReady("body")))
+	resp, _ := br.put(fmt.Sprintf("/tarea/%d/estado", id), url.Values{"estado": {"revisión"}, "version": {"2"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = chromedp.Run(watcher, chromedp.Evaluate[bool](`history.back(), true`))
+	require.NoError(t, err)
+	// chromedp does not follow a page restored from the cache: ask the page.
+	waitFor(t, watcher, `document.querySelector('section[data-estado="revisión"] `+card+`') !== null`,
+		"the board came back up to date")
+
+	notifyInbox(t, b, adminEmail)
+	waitFor(t, watcher, `document.querySelector("#unread-notifications a.badge") !== null`, "the badge appears")
+	badge, err := chromedp.Run(watcher, chromedp.Evaluate[string](`document.querySelector("#unread-notifications").textContent + "|" + document.querySelector("#unread-menu").textContent`))
+	require.NoError(t, err)
+	require.Equal(t, "1 sin leer| (1)", badge, "the unread badge and the menu's count update live")
+}
+
+// waitFor polls the page until expr is true, for up to 5 s.
+func waitFor(t *testing.T, ctx context.Context, expr, what string) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		require.NoError(t, err)
+		if ok {
+			return
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("%s: not within 5 s (%s)", what, expr)
+		}
+	}
 }

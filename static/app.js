@@ -115,6 +115,19 @@
 // is the board as the server has it, so a refused move snaps back.
 (function () {
   "use strict";
+  // While a card is held, a live refresh of the board (another admin's
+  // change) waits: swapping the board would drop the card from the hand.
+  var dragging = false, refreshWaiting = false;
+  function refreshBoard() {
+    window.htmx.ajax("GET", "/app/tareas" + location.search, { target: "#board", swap: "outerHTML" });
+  }
+  document.body.addEventListener("htmx:confirm", function (evt) {
+    var trigger = evt.detail.triggeringEvent;
+    if (dragging && trigger && trigger.type === "sse:tablero") {
+      evt.preventDefault();
+      refreshWaiting = true;
+    }
+  });
   function init() {
     if (!window.Sortable) return;
     document.querySelectorAll("ol.cards").forEach(function (list) {
@@ -125,8 +138,13 @@
         // Mouse and touch events rather than native drag and drop: the same on
         // every browser and phone, and drivable from a test.
         forceFallback: true,
+        onStart: function () { dragging = true; refreshWaiting = false; },
         onEnd: function (evt) {
-          if (evt.from === evt.to && evt.oldIndex === evt.newIndex) return;
+          dragging = false;
+          if (evt.from === evt.to && evt.oldIndex === evt.newIndex) {
+            if (refreshWaiting) refreshBoard();
+            return;
+          }
           var card = evt.item, above = card.previousElementSibling;
           window.htmx.ajax("PUT", "/tarea/" + card.dataset.taskId + "/estado", {
             target: "#board", swap: "outerHTML",
@@ -141,7 +159,49 @@
   // A move that never reached the server: show the board as it is.
   document.body.addEventListener("htmx:sendError", function (evt) {
     if (document.getElementById("board") && evt.detail.requestConfig && /\/estado$/.test(evt.detail.requestConfig.path || "")) {
-      window.htmx.ajax("GET", location.pathname + location.search, { target: "#board", swap: "outerHTML" });
+      refreshBoard();
+    }
+  });
+})();
+
+// Live updates (server/live.go): htmx-ext-sse keeps the page's event stream.
+// A browser holds at most six connections to a server over HTTP/1.1, and a
+// stream is one of them: a page that is left (and may sit in the
+// back-forward cache) or a tab that stays hidden closes its stream, and
+// opens it again when shown, from the last event it saw, so it catches up.
+(function () {
+  "use strict";
+  var source = null, lastId = "", generation = 0, hideTimer = null, opening = false;
+  document.body.addEventListener("htmx:sseOpen", function (evt) { source = evt.detail.source; opening = false; });
+  document.body.addEventListener("htmx:sseMessage", function (evt) {
+    if (evt.detail && evt.detail.lastEventId) lastId = evt.detail.lastEventId;
+  });
+  function pause() {
+    clearTimeout(hideTimer);
+    if (source) { source.close(); source = null; }
+    opening = false;
+  }
+  function resume() {
+    clearTimeout(hideTimer);
+    var shell = document.querySelector("[sse-connect]");
+    if (source || opening || !shell || !window.htmx) return;
+    opening = true;
+    if (!lastId) lastId = decodeURIComponent((/desde=([^&]*)/.exec(shell.getAttribute("sse-connect")) || ["", ""])[1]);
+    generation++;
+    // Changed attributes make htmx set the elements up again: a new stream
+    // on the shell, and the swaps and triggers listening to it.
+    shell.setAttribute("sse-connect", "/app/eventos?desde=" + encodeURIComponent(lastId) + "&r=" + generation);
+    shell.querySelectorAll("[sse-swap], [hx-trigger^='sse:']").forEach(function (el) { el.setAttribute("data-live", generation); });
+    window.htmx.process(shell);
+  }
+  window.addEventListener("pagehide", pause);
+  window.addEventListener("pageshow", function (evt) { if (evt.persisted) resume(); });
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden") {
+      clearTimeout(hideTimer);
+      hideTimer = setTimeout(pause, 10000);
+    } else {
+      resume();
     }
   });
 })();
