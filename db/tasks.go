@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -33,10 +34,11 @@ var (
 // positionGap is the room left between neighbours, so a move writes one row.
 const positionGap = 1024
 
-// boardLock serialises changes to the board's order: a move is a few small
-// statements, and one lock keeps every column's order consistent however many
-// people move cards at once.
-const boardLock = 7261_0003
+// columnLock, with the column's index, serialises changes to one column's
+// order (see lockColumn): a card leaving a column does not disturb the order
+// of the rest, so a move locks only the column it goes to, and movers into
+// different columns never wait for each other.
+const columnLock = 7261_0003
 
 // Task is one card of the board.
 type Task struct {
@@ -57,6 +59,9 @@ type Task struct {
 
 	// AsignadoEmail is the assignee's e-mail (reads only).
 	AsignadoEmail string `bun:"asignado_email,scanonly"`
+	// Comentarios and Adjuntos count the task's comments and files (reads only).
+	Comentarios int `bun:"comentarios,scanonly"`
+	Adjuntos    int `bun:"adjuntos,scanonly"`
 	// MovedFrom is the column MoveTask found the task in, under the board's
 	// lock (not stored).
 	MovedFrom string `bun:"-"`
@@ -94,6 +99,8 @@ type TaskFilter struct {
 
 func withAssignee(q *bun.SelectQuery) *bun.SelectQuery {
 	return q.ColumnExpr("t.*, COALESCE(u.email, '') AS asignado_email").
+		ColumnExpr("(SELECT count(*) FROM tarea_comentarios AS c WHERE c.tarea_id = t.id) AS comentarios").
+		ColumnExpr("(SELECT count(*) FROM tarea_adjuntos AS a WHERE a.tarea_id = t.id) AS adjuntos").
 		Join("LEFT JOIN users AS u ON u.id = t.asignado_id")
 }
 
@@ -134,16 +141,17 @@ func (s *Store) Task(ctx context.Context, idb bun.IDB, id int64) (*Task, error) 
 	return t, nil
 }
 
-func lockBoard(ctx context.Context, tx bun.Tx) error {
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", boardLock); err != nil {
-		return fmt.Errorf("lock the board: %w", err)
+// lockColumn takes the order of column estado until the transaction ends.
+func lockColumn(ctx context.Context, tx bun.Tx, estado string) error {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", columnLock, slices.Index(TaskStates, estado)); err != nil {
+		return fmt.Errorf("lock column %s: %w", estado, err)
 	}
 	return nil
 }
 
 // CreateTask stores a new task at the top of por_hacer, with its history's first line.
 func (s *Store) CreateTask(ctx context.Context, tx bun.Tx, t *Task, by int64) error {
-	if err := lockBoard(ctx, tx); err != nil {
+	if err := lockColumn(ctx, tx, TaskTodo); err != nil {
 		return err
 	}
 	var top *int64
@@ -164,81 +172,85 @@ func (s *Store) CreateTask(ctx context.Context, tx bun.Tx, t *Task, by int64) er
 // the top). A version other than 0 must be the task's current one (ErrStale).
 // A neighbour that is not in that column is ErrBadNeighbour.
 func (s *Store) MoveTask(ctx context.Context, tx bun.Tx, id int64, estado string, after int64, version int, by int64) (*Task, error) {
-	if err := lockBoard(ctx, tx); err != nil {
+	if err := lockColumn(ctx, tx, estado); err != nil {
 		return nil, err
 	}
-	t, err := s.Task(ctx, tx, id)
+	pos, from, err := s.slotBelow(ctx, tx, id, estado, after, version)
 	if err != nil {
 		return nil, err
 	}
-	if version != 0 && version != t.Version {
-		return t, ErrStale
-	}
-	pos, err := s.slotBelow(ctx, tx, id, estado, after)
+	// One statement: the move, its line of history when the column changes,
+	// and the task as it is now.
+	moved := new(Task)
+	err = tx.NewRaw(`WITH moved AS (
+			UPDATE tareas SET estado = ?, posicion = ?, version = version + 1, updated_at = now()
+			WHERE id = ? RETURNING *),
+		logged AS (
+			INSERT INTO tarea_actividad (tarea_id, user_id, accion, detalle)
+			SELECT id, ?, 'movida', ? FROM moved WHERE ? <> estado)
+		SELECT moved.*, COALESCE(u.email, '') AS asignado_email FROM moved LEFT JOIN users AS u ON u.id = moved.asignado_id`,
+		estado, pos, id, by, from+" → "+estado, from).Scan(ctx, moved)
 	if err != nil {
-		return t, err
-	}
-	from := t.Estado
-	if _, err := tx.NewUpdate().Model((*Task)(nil)).
-		Set("estado = ?, posicion = ?, version = version + 1, updated_at = now()", estado, pos).
-		Where("id = ?", id).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("move task %d: %w", id, err)
-	}
-	if from != estado {
-		if err := s.logActivity(ctx, tx, id, by, "movida", from+" → "+estado); err != nil {
-			return nil, err
-		}
-	}
-	moved, err := s.Task(ctx, tx, id)
-	if err != nil {
-		return nil, err
 	}
 	moved.MovedFrom = from
 	return moved, nil
 }
 
 // slotBelow is a free position in column estado right below task after (0:
-// the top), the moving task itself left out. A column with no room left there
-// is renumbered first.
-func (s *Store) slotBelow(ctx context.Context, tx bun.Tx, moving int64, estado string, after int64) (int64, error) {
+// the top), the moving task itself left out, and the column the task is in
+// now. A column with no room left there is renumbered first. The caller holds
+// the column's lock; the task's row is locked here, so two moves of one card
+// take turns and each sees the column and version the other left.
+func (s *Store) slotBelow(ctx context.Context, tx bun.Tx, moving int64, estado string, after int64, version int) (int64, string, error) {
 	for attempt := 0; attempt < 2; attempt++ {
-		var above, below *int64
-		if after != 0 {
-			var p []int64
-			if err := tx.NewSelect().Model((*Task)(nil)).Column("posicion").
-				Where("id = ? AND estado = ? AND id <> ?", after, estado, moving).Scan(ctx, &p); err != nil {
-				return 0, fmt.Errorf("find task %d: %w", after, err)
-			}
-			if len(p) == 0 {
-				return 0, ErrBadNeighbour
-			}
-			above = &p[0]
+		var n struct {
+			Estado  *string
+			Version int
+			Found   bool
+			Above   *int64
+			Below   *int64
 		}
-		q := tx.NewSelect().Model((*Task)(nil)).ColumnExpr("min(posicion)").Where("estado = ? AND id <> ?", estado, moving)
-		if above != nil {
-			q = q.Where("posicion > ?", *above)
+		// One round trip: the task (locked), the neighbour's position (none
+		// when after is 0 or not in the column) and the first position past it.
+		err := tx.NewRaw(`WITH cur AS (SELECT estado, version FROM tareas WHERE id = ? FOR UPDATE),
+			a AS (SELECT posicion FROM tareas WHERE id = ? AND estado = ? AND id <> ?)
+			SELECT (SELECT estado FROM cur) AS estado, COALESCE((SELECT version FROM cur), 0) AS version,
+			       EXISTS (SELECT 1 FROM a) AS found, (SELECT posicion FROM a) AS above,
+			       (SELECT min(posicion) FROM tareas WHERE estado = ? AND id <> ?
+			          AND posicion > COALESCE((SELECT posicion FROM a), -9223372036854775808)) AS below`,
+			moving, after, estado, moving, estado, moving).Scan(ctx, &n)
+		switch {
+		case err != nil:
+			return 0, "", fmt.Errorf("neighbours in %s: %w", estado, err)
+		case n.Estado == nil:
+			return 0, "", fmt.Errorf("task %d: %w", moving, ErrNotFound)
+		case version != 0 && version != n.Version:
+			return 0, "", ErrStale
+		case after != 0 && !n.Found:
+			return 0, "", ErrBadNeighbour
 		}
-		if err := q.Scan(ctx, &below); err != nil {
-			return 0, fmt.Errorf("next task in %s: %w", estado, err)
-		}
+		from, above, below := *n.Estado, n.Above, n.Below
 		switch {
 		case above == nil && below == nil:
-			return 0, nil
+			return 0, from, nil
 		case above == nil:
-			return *below - positionGap, nil
+			return *below - positionGap, from, nil
 		case below == nil:
-			return *above + positionGap, nil
+			return *above + positionGap, from, nil
 		case *below-*above >= 2:
-			return *above + (*below-*above)/2, nil
+			return *above + (*below-*above)/2, from, nil
 		}
-		// No room between the two: spread the column out again.
+		// No room between the two: spread the column out again. A card that a
+		// concurrent move takes out of this column meanwhile is left alone
+		// (t.estado is checked again on the row as it is then).
 		if _, err := tx.NewRaw(`UPDATE tareas AS t SET posicion = r.n * ? FROM (
 				SELECT id, row_number() OVER (ORDER BY posicion, id) AS n FROM tareas WHERE estado = ? AND id <> ?) AS r
-			WHERE t.id = r.id`, positionGap, estado, moving).Exec(ctx); err != nil {
-			return 0, fmt.Errorf("renumber %s: %w", estado, err)
+			WHERE t.id = r.id AND t.estado = ?`, positionGap, estado, moving, estado).Exec(ctx); err != nil {
+			return 0, "", fmt.Errorf("renumber %s: %w", estado, err)
 		}
 	}
-	return 0, fmt.Errorf("no room in %s after renumbering", estado)
+	return 0, "", fmt.Errorf("no room in %s after renumbering", estado)
 }
 
 // UpdateTask saves the editable fields of t if version is still current.

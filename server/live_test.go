@@ -75,7 +75,7 @@ func next(t *testing.T, events <-chan sseEvent) sseEvent {
 }
 
 // liveMark is the catch-up mark a page was rendered with.
-func liveMark(t *testing.T, br *browser) string {
+func liveMark(t testing.TB, br *browser) string {
 	t.Helper()
 	_, doc := br.get("/app")
 	connect, ok := doc.Find(".shell").Attr("sse-connect")

@@ -59,6 +59,8 @@ type Server struct {
 	// live tells open pages what changed (live.go); views renders its fragments.
 	live  *liveHub
 	views *html.Engine
+	// cards keeps the task board's rendered cards (card_cache.go).
+	cards cardCache
 }
 
 // New builds the Fiber app with every route of routes.go.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"mime"
 	"os"
 	"slices"
@@ -23,7 +24,55 @@ import (
 // boardColumn is one state's column of the board.
 type boardColumn struct {
 	Estado string
-	Tasks  []db.Task
+	Label  string
+	Count  int
+	// Cards is the column's cards, rendered (see cardCache).
+	Cards template.HTML
+	tasks []boardCard
+}
+
+// boardCard is a card with what its template needs worked out once: the
+// board shows thousands, and each function call in a template is a reflect call.
+type boardCard struct {
+	db.Task
+	Overdue bool
+	// Tone is the priority badge's colour.
+	Tone string
+	// Counts says how many comments and files it has ("" when none).
+	Counts string
+	// States are the choices of the card's move selector (shared by all cards).
+	States []stateChoice
+}
+
+type stateChoice struct{ Value, Label string }
+
+// taskCounts is "2 comentarios · 1 adjunto", or "" for a card with neither.
+func taskCounts(comments, files int) string {
+	var parts []string
+	if comments > 0 {
+		parts = append(parts, plural(comments, "comentario", "comentarios"))
+	}
+	if files > 0 {
+		parts = append(parts, plural(files, "adjunto", "adjuntos"))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+func priorityTone(p string) string {
+	switch p {
+	case "urgente":
+		return "err"
+	case "alta":
+		return "warn"
+	}
+	return "neutral"
 }
 
 type boardPage struct {
@@ -68,14 +117,28 @@ func (s *Server) boardData(c *fiber.Ctx) (boardPage, error) {
 	data := boardPage{Page: s.page(c, "Tareas"), Filter: f, Users: users, Priorities: db.TaskPriorities,
 		States: db.TaskStates, Today: time.Now(), Form: taskForm{Prioridad: "media"}}
 	data.DragDrop = true
-	for _, st := range db.TaskStates {
-		col := boardColumn{Estado: st}
-		for _, t := range tasks {
-			if t.Estado == st {
-				col.Tasks = append(col.Tasks, t)
-			}
+	choices := make([]stateChoice, len(db.TaskStates))
+	index := map[string]int{}
+	for i, st := range db.TaskStates {
+		choices[i] = stateChoice{Value: st, Label: badgeFor(st).Label}
+		index[st] = i
+		data.Columns = append(data.Columns, boardColumn{Estado: st, Label: choices[i].Label})
+	}
+	for _, t := range tasks {
+		i, ok := index[t.Estado]
+		if !ok {
+			continue
 		}
-		data.Columns = append(data.Columns, col)
+		col := &data.Columns[i]
+		col.tasks = append(col.tasks, boardCard{Task: t, Overdue: t.Overdue(data.Today), Tone: priorityTone(t.Prioridad),
+			Counts: taskCounts(t.Comentarios, t.Adjuntos), States: choices})
+	}
+	for i := range data.Columns {
+		col := &data.Columns[i]
+		col.Count = len(col.tasks)
+		if col.Cards, err = s.cards.render(s.views, col.tasks); err != nil {
+			return boardPage{}, err
+		}
 	}
 	return data, nil
 }
@@ -140,10 +203,11 @@ func (s *Server) moveTask(c *fiber.Ctx) error {
 	case errVersion != nil || version < 0:
 		problem, status = "version debe ser un número.", fiber.StatusUnprocessableEntity
 	}
+	var moved *db.Task
 	if problem == "" {
 		u := currentUser(c)
-		err = s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) error {
-			moved, err := s.store.MoveTask(ctx, tx, id, estado, after, version, u.ID)
+		err = s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) (err error) {
+			moved, err = s.store.MoveTask(ctx, tx, id, estado, after, version, u.ID)
 			if err != nil {
 				return err
 			}
@@ -170,11 +234,7 @@ func (s *Server) moveTask(c *fiber.Ctx) error {
 		if problem != "" {
 			return c.Status(status).JSON(fiber.Map{"error": problem})
 		}
-		t, err := s.store.Task(c.UserContext(), s.db, id)
-		if err != nil {
-			return err
-		}
-		return c.JSON(fiber.Map{"id": t.ID, "estado": t.Estado, "version": t.Version})
+		return c.JSON(fiber.Map{"id": moved.ID, "estado": moved.Estado, "version": moved.Version})
 	}
 	data, err := s.boardData(c)
 	if err != nil {

@@ -188,6 +188,8 @@ func TestACommentIsAppendedAndTheOthersHearOfIt(t *testing.T) {
 	}
 	_, doc = br.get(fmt.Sprintf("/tarea/%d", id))
 	require.Contains(t, doc.Find("ul.history").Text(), "comentada")
+	_, doc = br.get("/app/tareas")
+	require.Equal(t, "1 comentario", doc.Find(fmt.Sprintf(`[data-task-id="%d"] .task-counts`, id)).Text(), "the card counts its comments")
 }
 
 // upload posts one file as the task page's form does.
