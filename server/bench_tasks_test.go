@@ -91,12 +91,12 @@ func BenchmarkTaskBoard(b *testing.B) {
 
 // BenchmarkTaskMoves: 16 movers drag cards at once over loopback (the JSON
 // form of PUT /tarea/:id/estado, as curl or a script uses it), 2,000 tasks on
-// the board, the worker running. Each mover moves its own cards, so no move
+// the board, the worker running, commits durable. Each mover moves its own cards, so no move
 // is refused. Baseline: the same number of single-row UPDATEs over pgx,
 // prepared, at the same concurrency.
 func BenchmarkTaskMoves(b *testing.B) {
 	const tasks, movers, moves = 2000, 16, 4000
-	bb := setupWith(b, options{worker: true})
+	bb := setupWith(b, options{worker: true, durable: true})
 	ids := seedBoard(b, bb, tasks)
 	base := serve(b, bb)
 	br := bb.browser(b)
