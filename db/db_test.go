@@ -43,7 +43,7 @@ func TestMigrateTwiceIsHarmlessAndSeedsOnce(t *testing.T) {
 	u, err := s.Authenticate(ctx, env.DB, "admin@example.com", "first-password")
 	require.NoError(t, err, "login is case-insensitive on the e-mail")
 	require.Equal(t, db.RoleAdmin, u.RoleName)
-	require.ElementsMatch(t, []string{db.ModuleAdmin, db.ModuleServers}, u.Modules)
+	require.ElementsMatch(t, []string{db.ModuleAdmin, db.ModuleServers, db.ModuleCards}, u.Modules)
 
 	events, err := s.EventConfigs(ctx, env.DB)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func TestSeedKeepsAnAdministratorsChanges(t *testing.T) {
 
 	rows, err := s.RoleModules(ctx, env.DB)
 	require.NoError(t, err)
-	require.Len(t, rows, 4)
+	require.Len(t, rows, 6, "two roles × three modules")
 	for _, r := range rows {
 		if r.RoleName == db.RoleOperator && r.ModuleName == db.ModuleServers {
 			require.True(t, r.Enabled, "seed must not withdraw a module granted by hand")
@@ -189,7 +189,8 @@ func TestRoleModulesListsEveryPairWithItsGrant(t *testing.T) {
 		got[p.RoleName+"/"+p.ModuleName] = p.Enabled
 	}
 	require.Equal(t, map[string]bool{
-		"Administrador/Administración": true, "Administrador/Servidores": true,
+		"Administrador/Administración": true, "Administrador/Servidores": true, "Administrador/Tarjetas": true,
+		"Operador/Tarjetas": false,
 		"Operador/Administración": false, "Operador/Servidores": false,
 	}, got)
 }

@@ -14,6 +14,8 @@ import (
 const (
 	GatewayCheckout     = "gwa"
 	GatewaySubscription = "gwb"
+	// CardService is the virtual-card API's settings (CONTRACT §7), kept as a gateway's.
+	CardService = "tarjetas"
 
 	EnvTest       = "test"
 	EnvProduction = "production"
@@ -43,6 +45,10 @@ var GatewayFields = map[string][]GatewayField{
 		{Name: "access_key_sandbox", Secret: true},
 		{Name: "url_production"},
 		{Name: "url_sandbox"},
+	},
+	CardService: {
+		{Name: "base_url"},
+		{Name: "api_key", Secret: true},
 	},
 }
 

@@ -202,6 +202,7 @@ func (s *Store) PurgePaymentLogs(ctx context.Context, idb bun.IDB) (int64, error
 		{"gwb_idempotency", IdempotencyKeyTTL, "created_at"},
 		{"gwb_upstream_calls", CallLogRetention, "created_at"},
 		{"gwa_webhook_rejections", CallLogRetention, "minute"},
+		{"tarjetas_llamadas", CallLogRetention, "created_at"},
 	} {
 		res, err := idb.NewDelete().TableExpr(q.table).
 			Where("? < now() - ?::interval", bun.Ident(q.col), fmt.Sprintf("%d seconds", int(q.age.Seconds()))).Exec(ctx)

@@ -17,6 +17,7 @@ const (
 const (
 	ModuleAdmin   = "Administración"
 	ModuleServers = "Servidores"
+	ModuleCards   = "Tarjetas"
 )
 
 // Role groups users; its modules decide what they may open.

@@ -33,6 +33,7 @@ var Events = []NotifEventConfig{
 var seedModules = []Module{
 	{Name: ModuleAdmin, Description: "Pasarelas de pago, tareas, notificaciones y usuarios"},
 	{Name: ModuleServers, Description: "Servidores, métricas y monitor de URLs"},
+	{Name: ModuleCards, Description: "API de tarjetas virtuales: configuración y consultas"},
 }
 
 // Seed inserts what the console needs to start, leaving alone anything an
@@ -54,7 +55,7 @@ func (s *Store) Seed(ctx context.Context, bdb *bun.DB, in SeedInput) (adminCreat
 		_, err := tx.NewRaw(`
 			INSERT INTO role_modules (role_id, module_id)
 			SELECT r.id, m.id FROM roles r, modules m WHERE r.name = ? AND m.name IN (?)
-			ON CONFLICT DO NOTHING`, RoleAdmin, bun.In([]string{ModuleAdmin, ModuleServers})).Exec(ctx)
+			ON CONFLICT DO NOTHING`, RoleAdmin, bun.In([]string{ModuleAdmin, ModuleServers, ModuleCards})).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("seed admin modules: %w", err)
 		}

@@ -52,6 +52,8 @@ type options struct {
 	// poolConns sizes the pgx pool the app and the worker share, as `dev`
 	// does (0: the test default).
 	poolConns int32
+	// logs receives the app's log lines (nil: discarded).
+	logs io.Writer
 }
 
 func setupWith(t testing.TB, o options) *bundle {
@@ -82,7 +84,11 @@ func setupWith(t testing.TB, o options) *bundle {
 	_, err = store.UpsertUser(ctx, env.DB, operatorEmail, testPassword, db.RoleOperator)
 	require.NoError(t, err)
 
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logTo := o.logs
+	if logTo == nil {
+		logTo = io.Discard
+	}
+	logger := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	workers, _ := jobs.Register(jobs.Deps{DB: env.DB, Pool: env.Pool, Store: store})
 	queue, err := jobs.NewQueue(env.DB, env.Pool, workers, logger)
 	require.NoError(t, err)

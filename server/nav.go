@@ -36,6 +36,10 @@ var navigation = []struct {
 		{Label: "Trabajos en segundo plano", Href: "/app/jobs/"},
 	}},
 	{db.ModuleServers, nil},
+	{db.ModuleCards, []NavItem{
+		{Label: "Tarjetas virtuales", Href: "/app/tarjetas/tarjetas"},
+		{Label: "API de tarjetas", Href: "/app/tarjetas/config"},
+	}},
 }
 
 func navFor(u *db.User, path string) []NavSection {

@@ -16,6 +16,13 @@ import (
 type panelPage struct {
 	Page
 	Payments *paymentTiles
+	Cards    *cardTiles
+}
+
+// cardTiles are the Tarjetas module's figures: the card API's last 24 h.
+type cardTiles struct {
+	db.CardCallFigures
+	Configured bool
 }
 
 // paymentTiles are the Administración module's figures.
@@ -44,6 +51,18 @@ func (s *Server) panelData(c *fiber.Ctx) (panelPage, error) {
 	data := panelPage{Page: s.page(c, "Panel")}
 	data.Charts = true
 	u := currentUser(c)
+	if u.HasModule(db.ModuleCards) {
+		settings, err := s.store.GatewaySettings(c.UserContext(), s.db, s.box, db.CardService)
+		if err != nil {
+			return data, err
+		}
+		figures, err := s.store.CardCallsSince(c.UserContext(), s.db, time.Now().Add(-24*time.Hour))
+		if err != nil {
+			return data, err
+		}
+		data.Cards = &cardTiles{CardCallFigures: figures,
+			Configured: settings.Values["base_url"] != "" && settings.Values["api_key"] != ""}
+	}
 	if !u.HasModule(db.ModuleAdmin) {
 		return data, nil
 	}

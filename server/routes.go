@@ -81,6 +81,16 @@ func (s *Server) routes(app *fiber.App) {
 	tasks.Delete("/:id/adjuntos/:adj", s.deleteTaskFile)
 	tasks.Post("/:id/adjuntos/:adj/eliminar", s.deleteTaskFile) // without script
 
+	cards := requireModule(db.ModuleCards)
+	appGroup.Get("/tarjetas/config", cards, s.showCardConfig)
+	appGroup.Post("/tarjetas/config", cards, s.saveCardConfig)
+	appGroup.Post("/tarjetas/config/probar", cards, s.probeCards)
+	for _, method := range []string{fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete} {
+		appGroup.Add(method, "/tarjetas/api/:recurso/*", cards, s.proxyCards)
+	}
+	appGroup.Get("/tarjetas/:recurso", cards, s.showCardResource)
+	appGroup.Get("/tarjetas/:recurso/:id", cards, s.showCardItem)
+
 	modules := app.Group("/modules", requireUser, admin)
 	modules.Get("/", s.listModules)
 	modules.Post("/", s.updateModules)

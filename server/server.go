@@ -50,8 +50,11 @@ type Server struct {
 	box    *secretbox.Box
 	// upstream calls the gateways' APIs, with the contract's timeout.
 	upstream *http.Client
-	gwaCache gwaSecretCache
-	ingest   *ingester
+	// cardsClient calls the virtual-card API: the same timeout, and a
+	// redirect is passed back rather than followed with the key.
+	cardsClient *http.Client
+	gwaCache    gwaSecretCache
+	ingest      *ingester
 	// methods is every route's methods, for 405 (methods.go).
 	methods routeTable
 	// rejections counts refused webhook deliveries in memory (rejections.go).
@@ -80,6 +83,8 @@ func New(d Deps) (*fiber.App, error) {
 		cfg: d.Config, db: d.DB, store: d.Store, queue: d.Queue, jobsUI: d.JobsUI,
 		log: d.Logger, assets: assets, csrf: newCSRFKey(d.Config.AppSecret), box: box,
 		upstream: &http.Client{Timeout: d.UpstreamTimeout},
+		cardsClient: &http.Client{Timeout: d.UpstreamTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 	}
 	engine := newEngine(http.FS(views.FS))
 	engine.AddFunc("asset", assets.URL)
@@ -127,6 +132,7 @@ func newEngine(fs http.FileSystem) *html.Engine {
 	engine.AddFunc("fail", func(err error) (string, error) { return "", err })
 	engine.AddFunc("localtime", localTime)
 	engine.AddFunc("dict", dict)
+	engine.AddFunc("add", func(a, b int) int { return a + b })
 	engine.AddFunc("money", money)
 	engine.AddFunc("eventLabel", eventLabel)
 	engine.AddFunc("envLabel", envLabel)

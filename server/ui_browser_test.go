@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -52,6 +53,9 @@ func seedRealistic(t *testing.T, b *bundle) (webhookID, attemptID int64) {
 	require.NoError(t, b.store.CreateAPIToken(ctx, b.env.DB, &db.APIToken{Name: "tienda web de la sucursal de Providencia (producción)",
 		TokenHash: []byte("realistic-token-hash-000000000001"), Prefix: "psk_9f3a"}))
 	b.configureGWA(t, "production", testSecret)
+	cards := httptest.NewServer(http.HandlerFunc(realisticCards))
+	t.Cleanup(cards.Close)
+	b.configureCards(t, cards.URL+"/v1")
 	admin, err := b.store.Authenticate(ctx, b.env.DB, adminEmail, testPassword)
 	require.NoError(t, err)
 	for i := 0; i < 12; i++ {
@@ -102,6 +106,7 @@ func TestBrowserEveryPageHoldsItsLayoutAndPassesAxe(t *testing.T) {
 		"/app/pasarelas", "/app/api-tokens", "/modules", "/app/perfil", "/app/no-existe",
 		"/app/notificaciones", "/app/notificaciones/config", "/app/tareas", fmt.Sprintf("/tarea/%d", taskID),
 		"/gwa/retorno?reference=ORD-2026-11-000001-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA",
+		"/app/tarjetas/config", "/app/tarjetas/tarjetas", "/app/tarjetas/tarjetas/tc_000001", "/app/tarjetas/pagos",
 	}
 	login(t, ctx, base)
 	for _, vp := range viewports {
@@ -347,4 +352,37 @@ func waitFor(t *testing.T, ctx context.Context, expr, what string) {
 			t.Fatalf("%s: not within 5 s (%s)", what, expr)
 		}
 	}
+}
+
+func TestBrowserSaveTheCardAPIAndBrowseItsCards(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	cards := httptest.NewServer(http.HandlerFunc(realisticCards))
+	t.Cleanup(cards.Close)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+	login(t, ctx, base)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(base+"/app/tarjetas/config"),
+		chromedp.WaitVisible(css("#base_url")),
+		chromedp.SendKeys(css("#base_url"), cards.URL+"/v1"), chromedp.SendKeys(css("#api_key"), cardKey),
+		chromedp.Click(css(`#cards-config button[type="submit"]`)),
+		chromedp.WaitVisible(css(`#alerts .alert-ok`))))
+	masked, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-field="api_key"]').textContent`))
+	require.NoError(t, err)
+	require.Equal(t, "••••7788", masked)
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`#cards-probe`)), chromedp.Click(css(`form[action="/app/tarjetas/config/probar"] button`)),
+		chromedp.WaitVisible(css(`[data-probe="ok"]`))), "the probe's outcome shows in place")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/app/tarjetas/tarjetas"),
+		chromedp.WaitVisible(css(`#card-list tr[data-id="tc_000025"]`))))
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#card-list tbody tr").length`))
+	require.NoError(t, err)
+	require.Equal(t, 25, n, "the rows of the fake API")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`#card-list tr[data-id="tc_000002"] a`)),
+		chromedp.WaitVisible(css(`#card-detail[data-id="tc_000002"] pre.payload`))), "the detail opens above the list, through htmx")
+	loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`))
+	require.NoError(t, err)
+	require.Equal(t, "/app/tarjetas/tarjetas/tc_000002", loc, "with its own address")
 }
