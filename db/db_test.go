@@ -190,7 +190,7 @@ func TestRoleModulesListsEveryPairWithItsGrant(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{
 		"Administrador/Administración": true, "Administrador/Servidores": true, "Administrador/Tarjetas": true,
-		"Operador/Tarjetas": false,
+		"Operador/Tarjetas":       false,
 		"Operador/Administración": false, "Operador/Servidores": false,
 	}, got)
 }
