@@ -404,14 +404,15 @@ func TestPurgePaymentLogsKeepsRecentRows(t *testing.T) {
 		`INSERT INTO gwb_upstream_calls (method, path, status, latency_ms, created_at) VALUES ('GET', '/a', 200, 1, now() - interval '31 days'), ('GET', '/b', 200, 1, now())`,
 		`INSERT INTO gwa_webhook_rejections (minute, reason, ip, n, body_bytes, last_at)
 		 VALUES (now() - interval '31 days', 'x', '', 1, 0, now() - interval '31 days'), (now(), 'y', '', 1, 0, now())`,
+		`INSERT INTO tarjetas_llamadas (method, path, status, latency_ms, created_at) VALUES ('GET', '/usuarios', 200, 1, now() - interval '31 days'), ('GET', '/pagos', 200, 1, now())`,
 	} {
 		_, err := env.DB.ExecContext(ctx, q)
 		require.NoError(t, err)
 	}
 	n, err := s.PurgePaymentLogs(ctx, env.DB)
 	require.NoError(t, err)
-	require.Equal(t, int64(3), n)
-	for _, table := range []string{"gwb_idempotency", "gwb_upstream_calls", "gwa_webhook_rejections"} {
+	require.Equal(t, int64(4), n)
+	for _, table := range []string{"gwb_idempotency", "gwb_upstream_calls", "gwa_webhook_rejections", "tarjetas_llamadas"} {
 		left, err := env.DB.NewSelect().TableExpr(table).Count(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, left, table)
