@@ -78,6 +78,9 @@ func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 	addWorker(workers, &PurgePaymentLogsWorker{db: deps.DB, store: deps.Store})
 	addWorker(workers, &OverdueTasksWorker{db: deps.DB, store: deps.Store})
 	addWorker(workers, &NotifyWorker{db: deps.DB, store: deps.Store, channels: deps.Channels, baseURL: deps.BaseURL, log: deps.Logger})
+	addWorker(workers, &SilentServersWorker{db: deps.DB, pool: deps.Pool, store: deps.Store})
+	addWorker(workers, &MetricPartitionsWorker{db: deps.DB, store: deps.Store})
+	addWorker(workers, &PurgeMetricsWorker{db: deps.DB, store: deps.Store, log: deps.Logger})
 
 	periodic := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
@@ -89,6 +92,15 @@ func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 		river.NewPeriodicJob(river.PeriodicInterval(24*time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return OverdueTasksArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "tareas_vencidas", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(30*time.Second),
+			func() (river.JobArgs, *river.InsertOpts) { return SilentServersArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "servidores_sin_latido", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return MetricPartitionsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "servidor_metricas_particiones", RunOnStart: true}),
+		river.NewPeriodicJob(dailyAt{hour: 3},
+			func() (river.JobArgs, *river.InsertOpts) { return PurgeMetricsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "purge_servidor_metricas"}),
 	}
 	return workers, periodic
 }

@@ -35,7 +35,9 @@ var navigation = []struct {
 		{Label: "Módulos y roles", Href: "/modules"},
 		{Label: "Trabajos en segundo plano", Href: "/app/jobs/"},
 	}},
-	{db.ModuleServers, nil},
+	{db.ModuleServers, []NavItem{
+		{Label: "Servidores", Href: "/app/servidores"},
+	}},
 	{db.ModuleCards, []NavItem{
 		{Label: "Tarjetas virtuales", Href: "/app/tarjetas/tarjetas"},
 		{Label: "API de tarjetas", Href: "/app/tarjetas/config"},

@@ -25,6 +25,7 @@ func (s *Server) routes(app *fiber.App) {
 	app.Get("/gwa/retorno", s.paymentReturn)
 	app.Post("/gwa/retorno", s.paymentReturn)
 	app.Get("/gwa/retorno/estado", s.paymentStatus)
+	app.Post("/api/agente/heartbeat", s.receiveHeartbeat)
 
 	// Everything below knows the session's user, if any, and the CSRF token.
 	app.Use(s.loadSession, s.checkCSRF)
@@ -80,6 +81,16 @@ func (s *Server) routes(app *fiber.App) {
 	tasks.Get("/:id/adjuntos/:adj", s.downloadTaskFile)
 	tasks.Delete("/:id/adjuntos/:adj", s.deleteTaskFile)
 	tasks.Post("/:id/adjuntos/:adj/eliminar", s.deleteTaskFile) // without script
+
+	servers := requireModule(db.ModuleServers)
+	appGroup.Get("/servidores", servers, s.listServers)
+	appGroup.Post("/servidores", servers, s.createServer)
+	appGroup.Get("/servidor/:id", servers, s.showServer)
+	appGroup.Post("/servidor/:id", servers, s.updateServer)
+	appGroup.Delete("/servidor/:id", servers, s.deleteServer)
+	appGroup.Post("/servidor/:id/eliminar", servers, s.deleteServer) // the delete form without script
+	appGroup.Post("/servidor/:id/token", servers, s.rotateServerToken)
+	appGroup.Get("/servidor/:id/metricas-history", servers, s.metricsHistory)
 
 	cards := requireModule(db.ModuleCards)
 	appGroup.Get("/tarjetas/config", cards, s.showCardConfig)

@@ -39,8 +39,10 @@ type Deps struct {
 
 // Server holds the dependencies the handlers share.
 type Server struct {
-	cfg    config.Config
-	db     *bun.DB
+	cfg config.Config
+	db  *bun.DB
+	// pool is pgx's, for the two hot paths: webhooks (ingest.go) and heartbeats.
+	pool   *pgxpool.Pool
 	store  *db.Store
 	queue  *jobs.Queue
 	jobsUI http.Handler
@@ -80,7 +82,7 @@ func New(d Deps) (*fiber.App, error) {
 		d.UpstreamTimeout = 10 * time.Second
 	}
 	s := &Server{
-		cfg: d.Config, db: d.DB, store: d.Store, queue: d.Queue, jobsUI: d.JobsUI,
+		cfg: d.Config, db: d.DB, pool: d.Pool, store: d.Store, queue: d.Queue, jobsUI: d.JobsUI,
 		log: d.Logger, assets: assets, csrf: newCSRFKey(d.Config.AppSecret), box: box,
 		upstream: &http.Client{Timeout: d.UpstreamTimeout},
 		cardsClient: &http.Client{Timeout: d.UpstreamTimeout,
@@ -133,6 +135,8 @@ func newEngine(fs http.FileSystem) *html.Engine {
 	engine.AddFunc("localtime", localTime)
 	engine.AddFunc("dict", dict)
 	engine.AddFunc("add", func(a, b int) int { return a + b })
+	engine.AddFunc("deref", func(p *float64) float64 { return *p })
+	engine.AddFunc("derefInt", func(p *int64) int64 { return *p })
 	engine.AddFunc("money", money)
 	engine.AddFunc("eventLabel", eventLabel)
 	engine.AddFunc("envLabel", envLabel)

@@ -56,6 +56,7 @@ func seedRealistic(t *testing.T, b *bundle) (webhookID, attemptID int64) {
 	cards := httptest.NewServer(http.HandlerFunc(realisticCards))
 	t.Cleanup(cards.Close)
 	b.configureCards(t, cards.URL+"/v1")
+	seedServer(t, b, "pagos-produccion-santiago-01.empresa-distribuidora-del-sur.cl")
 	admin, err := b.store.Authenticate(ctx, b.env.DB, adminEmail, testPassword)
 	require.NoError(t, err)
 	for i := 0; i < 12; i++ {
@@ -107,6 +108,7 @@ func TestBrowserEveryPageHoldsItsLayoutAndPassesAxe(t *testing.T) {
 		"/app/notificaciones", "/app/notificaciones/config", "/app/tareas", fmt.Sprintf("/tarea/%d", taskID),
 		"/gwa/retorno?reference=ORD-2026-11-000001-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA",
 		"/app/tarjetas/config", "/app/tarjetas/tarjetas", "/app/tarjetas/tarjetas/tc_000001", "/app/tarjetas/pagos",
+		"/app/servidores", fmt.Sprintf("/app/servidor/%d", serverID(t, b)),
 	}
 	login(t, ctx, base)
 	for _, vp := range viewports {
@@ -385,4 +387,43 @@ func TestBrowserSaveTheCardAPIAndBrowseItsCards(t *testing.T) {
 	loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`))
 	require.NoError(t, err)
 	require.Equal(t, "/app/tarjetas/tarjetas/tc_000002", loc, "with its own address")
+}
+
+// seedServer adds a server with a day of 30-second heartbeats and a gap of
+// twenty minutes in the middle, and returns its id.
+func seedServer(t *testing.T, b *bundle, name string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var id int64
+	require.NoError(t, b.env.DB.NewRaw(`INSERT INTO servidores (nombre, host, token_hash, token_prefix, estado, ultimo_latido, cpu, ram, swap, disk, tcp, load1)
+		VALUES (?, ?, ?, 'pag_seed', 'online', now(), 35.5, 61.2, 3.1, 72.4, 180, 0.8) RETURNING id`, name, name, []byte(name)).Scan(ctx, &id))
+	_, err := b.env.DB.ExecContext(ctx, `INSERT INTO servidor_metricas_history (servidor_id, created_at, cpu, ram, swap, disk, tcp, load1)
+		SELECT ?, now() - make_interval(secs => 30 * i), 30 + 20 * sin(i / 40.0), 60 + 5 * cos(i / 90.0), 3, 72, 150 + i % 60, 0.5 + (i % 10) / 10.0
+		FROM generate_series(0, 2879) AS i WHERE i NOT BETWEEN 1000 AND 1040`, id)
+	require.NoError(t, err)
+	return id
+}
+
+func serverID(t *testing.T, b *bundle) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, b.env.DB.NewRaw("SELECT max(id) FROM servidores").Scan(context.Background(), &id))
+	return id
+}
+
+func TestBrowserAServerPageDrawsItsChartsAndSwitchesRange(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	id := seedServer(t, b, "web-1")
+	ctx := chromium(t)
+	type css = chromedp.CSS
+	login(t, ctx, base)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(fmt.Sprintf("%s/app/servidor/%d", base, id)),
+		chromedp.WaitVisible(css(`#metrics[data-horas="24"] .chart[data-series="cpu,ram,swap,disk"] canvas`))))
+	count, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('.chart[data-series="tcp"]').dataset.count`))
+	require.NoError(t, err)
+	require.NotEqual(t, "0", count, "the charts have data")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`[data-horas="1"]`)),
+		chromedp.WaitVisible(css(`#metrics[data-horas="1"] .chart[data-series="load1"] canvas`)),
+		chromedp.WaitVisible(css(`[data-horas="1"][aria-pressed="true"]`))), "the range switches to the last hour")
 }

@@ -205,3 +205,81 @@
     }
   });
 })();
+
+// Server metrics (/app/servidor/:id): the history of the chosen range, one
+// uPlot chart per group of series, hours in the user's zone. Where heartbeats
+// are missing the line breaks (a null point) instead of joining across.
+(function () {
+  "use strict";
+  var colors = { cpu: "#4338ca", ram: "#0f766e", swap: "#b45309", disk: "#b3261e", tcp: "#4338ca", load1: "#4338ca" };
+  var names = { cpu: "CPU %", ram: "RAM %", swap: "Swap %", disk: "Disco %", tcp: "Conexiones", load1: "Carga" };
+  function two(n) { return ("0" + n).slice(-2); }
+  function stamp(v, tz, withDay) {
+    var d = window.uPlot.tzDate(new Date(v * 1e3), tz);
+    var hm = two(d.getHours()) + ":" + two(d.getMinutes());
+    return withDay ? two(d.getDate()) + "-" + two(d.getMonth() + 1) + " " + hm : hm;
+  }
+  function columns(points, keys, maxGap) {
+    var xs = [], cols = keys.map(function () { return []; });
+    points.forEach(function (p) {
+      var t = Date.parse(p.t) / 1000;
+      if (xs.length && t - xs[xs.length - 1] > maxGap) {
+        xs.push(xs[xs.length - 1] + 1);
+        cols.forEach(function (c) { c.push(null); });
+      }
+      xs.push(t);
+      keys.forEach(function (k, i) { cols[i].push(p[k]); });
+    });
+    return [xs].concat(cols);
+  }
+  function draw(section, data, horas) {
+    var tz = section.dataset.tz || "UTC", interval = +section.dataset.interval || 30;
+    // The server's bucket (see metricsHistory): a gap is three of them, or
+    // three heartbeat intervals, without a point.
+    var bucket = Math.ceil(horas * 3600 / 999), maxGap = 3 * Math.max(interval, bucket);
+    section.querySelectorAll(".chart[data-series]").forEach(function (el) {
+      if (el._chart) { el._chart.destroy(); el._chart = null; }
+      var keys = el.dataset.series.split(",");
+      var opts = {
+        width: Math.max(el.clientWidth, 200), height: 180,
+        tzDate: function (ts) { return window.uPlot.tzDate(new Date(ts * 1e3), tz); },
+        scales: { x: { time: true } },
+        // 24-hour clock times (and the day, over more than a day), as dates are written everywhere else.
+        axes: [{ stroke: "#59636e", values: function (u, splits) { return splits.map(function (v) { return stamp(v, tz, horas > 24); }); } },
+          { stroke: "#59636e" }],
+        series: [{ label: "Hora", value: function (u, v) { return v == null ? "--" : stamp(v, tz, true); } }].concat(keys.map(function (k) { return { label: names[k], stroke: colors[k], width: 2, points: { show: false } }; }))
+      };
+      el._chart = new window.uPlot(opts, columns(data.puntos, keys, maxGap), el);
+      el.dataset.count = String(data.puntos.length);
+    });
+  }
+  function load(section, horas) {
+    var status = section.querySelector("#metrics-status");
+    status.textContent = "Cargando…";
+    section.querySelectorAll("[data-horas]").forEach(function (b) { b.setAttribute("aria-pressed", b.dataset.horas === String(horas) ? "true" : "false"); });
+    fetch(section.dataset.metricsUrl + "?horas=" + horas, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+      .then(function (data) {
+        section.dataset.horas = String(horas);
+        status.textContent = data.puntos.length ? data.puntos.length + " puntos" : "Sin latidos en este rango.";
+        draw(section, data, horas);
+      })
+      .catch(function (err) { status.textContent = "No se pudieron cargar las métricas (" + err.message + ")."; });
+  }
+  function init() {
+    var section = document.getElementById("metrics");
+    if (!section || !window.uPlot || section.dataset.ready) return;
+    section.dataset.ready = "1";
+    section.addEventListener("click", function (e) {
+      var b = e.target.closest("[data-horas]");
+      if (b) load(section, +b.dataset.horas);
+    });
+    window.addEventListener("resize", function () {
+      section.querySelectorAll(".chart[data-series]").forEach(function (el) {
+        if (el._chart) el._chart.setSize({ width: Math.max(el.clientWidth, 200), height: 180 });
+      });
+    });
+    load(section, 24);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+})();

@@ -1,0 +1,331 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/uptrace/bun"
+)
+
+// Server states (CONTRACT §5): pendiente until its first heartbeat.
+const (
+	ServerPending = "pendiente"
+	ServerOnline  = "online"
+	ServerOffline = "offline"
+)
+
+// MetricsRetention is how long heartbeats are kept (CONTRACT §8).
+const MetricsRetention = 7 * 24 * time.Hour
+
+// Server is one monitored machine and its latest heartbeat.
+type Server struct {
+	bun.BaseModel `bun:"table:servidores,alias:s"`
+
+	ID             int64      `bun:"id,pk,autoincrement"`
+	Nombre         string     `bun:"nombre"`
+	Host           string     `bun:"host"`
+	TokenHash      []byte     `bun:"token_hash"`
+	TokenPrefix    string     `bun:"token_prefix"`
+	IntervaloS     int        `bun:"intervalo_s"`
+	Estado         string     `bun:"estado"`
+	UltimoLatido   *time.Time `bun:"ultimo_latido"`
+	CPU            *float64   `bun:"cpu"`
+	RAM            *float64   `bun:"ram"`
+	Swap           *float64   `bun:"swap"`
+	Disk           *float64   `bun:"disk"`
+	TCP            *int64     `bun:"tcp"`
+	Load1          *float64   `bun:"load1"`
+	UmbralDisco    *float64   `bun:"umbral_disco"`
+	UmbralSuperado bool       `bun:"umbral_superado"`
+	CreatedAt      time.Time  `bun:"created_at,nullzero,default:now()"`
+}
+
+// Heartbeat is one agent report (percentages 0–100, tcp and load1 ≥ 0).
+type Heartbeat struct {
+	CPU, RAM, Swap, Disk float64
+	TCP                  int64
+	Load1                float64
+}
+
+// CreateServer stores a new server.
+func (s *Store) CreateServer(ctx context.Context, idb bun.IDB, srv *Server) error {
+	if _, err := idb.NewInsert().Model(srv).Exec(ctx); err != nil {
+		return fmt.Errorf("create server %q: %w", srv.Nombre, err)
+	}
+	return nil
+}
+
+// Servers lists every server, by name.
+func (s *Store) Servers(ctx context.Context, idb bun.IDB) ([]Server, error) {
+	var rows []Server
+	if err := idb.NewSelect().Model(&rows).OrderExpr("lower(nombre), id").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list servers: %w", err)
+	}
+	return rows, nil
+}
+
+// ServerByID returns one server; ErrNotFound when there is none.
+func (s *Store) ServerByID(ctx context.Context, idb bun.IDB, id int64) (*Server, error) {
+	srv := new(Server)
+	err := idb.NewSelect().Model(srv).Where("id = ?", id).Scan(ctx)
+	if isNoRows(err) {
+		return nil, fmt.Errorf("server %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load server %d: %w", id, err)
+	}
+	return srv, nil
+}
+
+// SetServerToken replaces a server's token (rotation): the old one stops working at once.
+func (s *Store) SetServerToken(ctx context.Context, idb bun.IDB, id int64, hash []byte, prefix string) error {
+	res, err := idb.NewUpdate().Model((*Server)(nil)).Set("token_hash = ?, token_prefix = ?", hash, prefix).
+		Where("id = ?", id).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("rotate token of server %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("server %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// UpdateServer saves a server's name, host, interval and disk threshold.
+func (s *Store) UpdateServer(ctx context.Context, idb bun.IDB, srv *Server) error {
+	res, err := idb.NewUpdate().Model(srv).Column("nombre", "host", "intervalo_s", "umbral_disco").
+		Set("umbral_superado = umbral_superado AND ?::real IS NOT NULL", srv.UmbralDisco).
+		WherePK().Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("update server %d: %w", srv.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("server %d: %w", srv.ID, ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteServer removes a server and its history.
+func (s *Store) DeleteServer(ctx context.Context, idb bun.IDB, id int64) error {
+	res, err := idb.NewDelete().Model((*Server)(nil)).Where("id = ?", id).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("delete server %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("server %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// AgentServer is what a heartbeat needs to know about the server its token names.
+type AgentServer struct {
+	ID             int64
+	Nombre         string
+	Estado         string
+	UmbralDisco    *float64
+	UmbralSuperado bool
+}
+
+// ServerByToken finds the server of an agent token; ErrNotFound when none.
+func (s *Store) ServerByToken(ctx context.Context, q *pgxpool.Pool, hash []byte) (AgentServer, error) {
+	var a AgentServer
+	err := q.QueryRow(ctx, `SELECT id, nombre, estado, umbral_disco::float8, umbral_superado FROM servidores WHERE token_hash = $1`, hash).
+		Scan(&a.ID, &a.Nombre, &a.Estado, &a.UmbralDisco, &a.UmbralSuperado)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, fmt.Errorf("agent token: %w", ErrNotFound)
+	}
+	if err != nil {
+		return a, fmt.Errorf("look up agent token: %w", err)
+	}
+	return a, nil
+}
+
+// RecordHeartbeatQuietly stores a heartbeat of a server that is not offline
+// and whose disk threshold state does not change: one statement, no event.
+// It reports false, storing nothing, when either is not so (the caller then
+// takes RecordHeartbeat's path, which can emit the event under a lock).
+func (s *Store) RecordHeartbeatQuietly(ctx context.Context, q *pgxpool.Pool, id int64, h Heartbeat) (bool, error) {
+	tag, err := q.Exec(ctx, `WITH upd AS (
+			UPDATE servidores SET estado = 'online', ultimo_latido = now(),
+			       cpu = $2, ram = $3, swap = $4, disk = $5, tcp = $6, load1 = $7
+			WHERE id = $1 AND estado <> 'offline'
+			  AND umbral_superado = (umbral_disco IS NOT NULL AND $5 > umbral_disco)
+			RETURNING id)
+		INSERT INTO servidor_metricas_history (servidor_id, created_at, cpu, ram, swap, disk, tcp, load1)
+		SELECT id, now(), $2, $3, $4, $5, $6, $7 FROM upd`,
+		id, h.CPU, h.RAM, h.Swap, h.Disk, h.TCP, h.Load1)
+	if err != nil {
+		return false, fmt.Errorf("record heartbeat of server %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// HeartbeatChange is what a heartbeat changed: the server came back, or its
+// disk crossed the threshold (upwards).
+type HeartbeatChange struct {
+	Nombre      string
+	Recovered   bool
+	CrossedDisk bool
+	UmbralDisco float64
+}
+
+// RecordHeartbeat stores a heartbeat under the server's row lock and says
+// what changed, so the caller can emit the events in the same transaction.
+func (s *Store) RecordHeartbeat(ctx context.Context, tx bun.Tx, id int64, h Heartbeat) (HeartbeatChange, error) {
+	var ch HeartbeatChange
+	var old struct {
+		Nombre         string
+		Estado         string
+		UmbralDisco    *float64
+		UmbralSuperado bool
+	}
+	err := tx.NewSelect().Model((*Server)(nil)).Column("nombre", "estado", "umbral_disco", "umbral_superado").
+		Where("id = ?", id).For("UPDATE").Scan(ctx, &old)
+	if isNoRows(err) {
+		return ch, fmt.Errorf("server %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return ch, fmt.Errorf("lock server %d: %w", id, err)
+	}
+	over := old.UmbralDisco != nil && h.Disk > *old.UmbralDisco
+	if _, err := tx.NewUpdate().Model((*Server)(nil)).
+		Set("estado = 'online', ultimo_latido = now(), cpu = ?, ram = ?, swap = ?, disk = ?, tcp = ?, load1 = ?, umbral_superado = ?",
+			h.CPU, h.RAM, h.Swap, h.Disk, h.TCP, h.Load1, over).
+		Where("id = ?", id).Exec(ctx); err != nil {
+		return ch, fmt.Errorf("update server %d: %w", id, err)
+	}
+	if _, err := tx.NewRaw(`INSERT INTO servidor_metricas_history (servidor_id, created_at, cpu, ram, swap, disk, tcp, load1)
+		VALUES (?, now(), ?, ?, ?, ?, ?, ?)`, id, h.CPU, h.RAM, h.Swap, h.Disk, h.TCP, h.Load1).Exec(ctx); err != nil {
+		return ch, fmt.Errorf("record heartbeat of server %d: %w", id, err)
+	}
+	ch.Nombre, ch.Recovered, ch.CrossedDisk = old.Nombre, old.Estado == ServerOffline, over && !old.UmbralSuperado
+	if old.UmbralDisco != nil {
+		ch.UmbralDisco = *old.UmbralDisco
+	}
+	return ch, nil
+}
+
+// IsMissingPartition reports whether err is an insert into a day with no
+// partition yet (the worker that creates them has not run for days).
+func IsMissingPartition(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23514" && pe.TableName == "servidor_metricas_history"
+}
+
+// EnsureMetricPartitions creates the partitions of yesterday, today and the
+// next three days (UTC) that are missing.
+func (s *Store) EnsureMetricPartitions(ctx context.Context, idb bun.IDB) error {
+	if _, err := idb.ExecContext(ctx, `SELECT servidor_metricas_particion((now() AT TIME ZONE 'UTC')::date + d)
+		FROM generate_series(-1, 3) AS d`); err != nil {
+		return fmt.Errorf("create metric partitions: %w", err)
+	}
+	return nil
+}
+
+// OfflineServer is a server MarkOfflineServers found silent.
+type OfflineServer struct {
+	ID     int64  `bun:"id"`
+	Nombre string `bun:"nombre"`
+}
+
+// MarkOfflineServers marks offline every online server whose last heartbeat
+// is older than three of its intervals, and returns them. It runs in the
+// caller's pgx transaction, with the jobs of the events it causes.
+func (s *Store) MarkOfflineServers(ctx context.Context, tx pgx.Tx) ([]OfflineServer, error) {
+	rows, err := tx.Query(ctx, `UPDATE servidores SET estado = 'offline'
+		WHERE estado = 'online' AND ultimo_latido < now() - make_interval(secs => 3 * intervalo_s)
+		RETURNING id, nombre`)
+	if err != nil {
+		return nil, fmt.Errorf("mark silent servers offline: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OfflineServer, error) {
+		var o OfflineServer
+		return o, r.Scan(&o.ID, &o.Nombre)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark silent servers offline: %w", err)
+	}
+	return out, nil
+}
+
+// UsersWithModule lists the ids of the users whose role has the module.
+func (s *Store) UsersWithModule(ctx context.Context, idb bun.IDB, module string) ([]int64, error) {
+	var ids []int64
+	err := idb.NewRaw(`SELECT u.id FROM users u JOIN role_modules rm ON rm.role_id = u.role_id
+		JOIN modules m ON m.id = rm.module_id WHERE m.name = ? ORDER BY u.id`, module).Scan(ctx, &ids)
+	if err != nil {
+		return nil, fmt.Errorf("users with module %s: %w", module, err)
+	}
+	return ids, nil
+}
+
+// MetricPoint is one point of a server's history: one heartbeat, or the
+// average of a time bucket's.
+type MetricPoint struct {
+	T     time.Time `bun:"t"`
+	CPU   float64   `bun:"cpu"`
+	RAM   float64   `bun:"ram"`
+	Swap  float64   `bun:"swap"`
+	Disk  float64   `bun:"disk"`
+	TCP   float64   `bun:"tcp"`
+	Load1 float64   `bun:"load1"`
+}
+
+// MetricsHistory returns a server's heartbeats since a time, oldest first:
+// every row when bucket is 0, else the averages of equal buckets of that
+// length (aligned to the Unix epoch, so a bucket keeps its bounds between calls).
+func (s *Store) MetricsHistory(ctx context.Context, idb bun.IDB, id int64, since time.Time, bucket time.Duration) ([]MetricPoint, error) {
+	var rows []MetricPoint
+	var err error
+	if bucket <= 0 {
+		err = idb.NewRaw(`SELECT created_at AS t, cpu, ram, swap, disk, tcp::float8 AS tcp, load1 FROM servidor_metricas_history
+			WHERE servidor_id = ? AND created_at >= ? ORDER BY created_at`, id, since).Scan(ctx, &rows)
+	} else {
+		secs := bucket.Seconds()
+		err = idb.NewRaw(`SELECT to_timestamp(floor(extract(epoch FROM created_at) / ?) * ?) AS t,
+				avg(cpu) AS cpu, avg(ram) AS ram, avg(swap) AS swap, avg(disk) AS disk, avg(tcp) AS tcp, avg(load1) AS load1
+			FROM servidor_metricas_history WHERE servidor_id = ? AND created_at >= ?
+			GROUP BY 1 ORDER BY 1`, secs, secs, id, since).Scan(ctx, &rows)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metrics history of server %d: %w", id, err)
+	}
+	return rows, nil
+}
+
+// PurgeMetrics removes heartbeats older than MetricsRetention: the days
+// entirely older are detached without blocking inserts (CONCURRENTLY) and
+// dropped whole; the older rows of the boundary day are deleted. It runs
+// outside a transaction (DETACH … CONCURRENTLY cannot run inside one).
+func (s *Store) PurgeMetrics(ctx context.Context, bdb *bun.DB, now time.Time) (dropped int, deleted int64, err error) {
+	cutoff := now.Add(-MetricsRetention)
+	var parts []string
+	if err := bdb.NewRaw(`SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'servidor_metricas_history'::regclass ORDER BY 1`).Scan(ctx, &parts); err != nil {
+		return 0, 0, fmt.Errorf("list metric partitions: %w", err)
+	}
+	for _, p := range parts {
+		day, err := time.Parse("20060102", strings.TrimPrefix(p, "servidor_metricas_history_"))
+		if err != nil || day.AddDate(0, 0, 1).After(cutoff) {
+			continue // not ours, or not entirely old
+		}
+		if _, err := bdb.ExecContext(ctx, "ALTER TABLE servidor_metricas_history DETACH PARTITION ? CONCURRENTLY", bun.Ident(p)); err != nil {
+			return dropped, 0, fmt.Errorf("detach %s: %w", p, err)
+		}
+		if _, err := bdb.ExecContext(ctx, "DROP TABLE ?", bun.Ident(p)); err != nil {
+			return dropped, 0, fmt.Errorf("drop %s: %w", p, err)
+		}
+		dropped++
+	}
+	res, err := bdb.NewDelete().TableExpr("servidor_metricas_history").Where("created_at < ?", cutoff).Exec(ctx)
+	if err != nil {
+		return dropped, 0, fmt.Errorf("delete old heartbeats: %w", err)
+	}
+	deleted, _ = res.RowsAffected()
+	return dropped, deleted, nil
+}
