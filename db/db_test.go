@@ -124,12 +124,12 @@ func TestSessionLivesUntilDeletedOrExpired(t *testing.T) {
 	_, err = env.DB.NewUpdate().Table("sessions").Set("expires_at = now() - interval '1 second'").Where("token_hash = ?", old[:]).Exec(ctx)
 	require.NoError(t, err)
 
-	got, err := s.UserBySession(ctx, env.DB, live[:])
+	got, err := s.UserBySession(ctx, env.DB, live[:], true)
 	require.NoError(t, err)
 	require.Equal(t, "a@example.com", got.Email)
 	require.Contains(t, got.Modules, db.ModuleAdmin)
 
-	_, err = s.UserBySession(ctx, env.DB, old[:])
+	_, err = s.UserBySession(ctx, env.DB, old[:], true)
 	require.ErrorIs(t, err, db.ErrNotFound)
 
 	n, err := s.PurgeExpired(ctx, env.DB)
@@ -137,7 +137,7 @@ func TestSessionLivesUntilDeletedOrExpired(t *testing.T) {
 	require.Equal(t, int64(1), n)
 
 	require.NoError(t, s.DeleteSession(ctx, env.DB, live[:]))
-	_, err = s.UserBySession(ctx, env.DB, live[:])
+	_, err = s.UserBySession(ctx, env.DB, live[:], true)
 	require.True(t, errors.Is(err, db.ErrNotFound))
 }
 

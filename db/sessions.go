@@ -28,9 +28,9 @@ func (s *Store) CreateSession(ctx context.Context, idb bun.IDB, sess *Session) e
 	return nil
 }
 
-// UserBySession returns the user of a live session and extends its idle
-// expiry (at most once a minute, to keep reads cheap).
-func (s *Store) UserBySession(ctx context.Context, idb bun.IDB, tokenHash []byte) (*User, error) {
+// UserBySession returns the user of a live session and, when touch is set,
+// extends its idle expiry (at most once a minute, to keep reads cheap).
+func (s *Store) UserBySession(ctx context.Context, idb bun.IDB, tokenHash []byte, touch bool) (*User, error) {
 	var row struct {
 		User
 		SessionCreated  time.Time `bun:"session_created"`
@@ -51,7 +51,7 @@ func (s *Store) UserBySession(ctx context.Context, idb bun.IDB, tokenHash []byte
 	if err != nil {
 		return nil, fmt.Errorf("look up session: %w", err)
 	}
-	if time.Since(row.SessionLastSeen) > sessionTouchEvery {
+	if touch && time.Since(row.SessionLastSeen) > sessionTouchEvery {
 		_, err := idb.NewUpdate().Model((*Session)(nil)).
 			Set("last_seen_at = now()").
 			Set("expires_at = now() + ?::interval", fmt.Sprintf("%d seconds", int(SessionIdle.Seconds()))).

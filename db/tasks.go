@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/uptrace/bun/driver/pgdriver"
 	"slices"
 	"time"
 
@@ -37,7 +38,8 @@ const positionGap = 1024
 // columnLock, with the column's index, serialises changes to one column's
 // order (see lockColumn): a card leaving a column does not disturb the order
 // of the rest, so a move locks only the column it goes to, and movers into
-// different columns never wait for each other.
+// different columns do not queue for one lock (their commits still take
+// turns at PostgreSQL's NOTIFY queue, see migration 20261129000001_live).
 const columnLock = 7261_0003
 
 // Task is one card of the board.
@@ -62,8 +64,8 @@ type Task struct {
 	// Comentarios and Adjuntos count the task's comments and files (reads only).
 	Comentarios int `bun:"comentarios,scanonly"`
 	Adjuntos    int `bun:"adjuntos,scanonly"`
-	// MovedFrom is the column MoveTask found the task in, under the board's
-	// lock (not stored).
+	// MovedFrom is the column MoveTask found the task in, with its row locked
+	// (not stored).
 	MovedFrom string `bun:"-"`
 }
 
@@ -141,9 +143,14 @@ func (s *Store) Task(ctx context.Context, idb bun.IDB, id int64) (*Task, error) 
 	return t, nil
 }
 
-// lockColumn takes the order of column estado until the transaction ends.
+// lockColumn takes the order of column estado until the transaction ends;
+// the column's place among TaskStates is the lock's second key.
 func lockColumn(ctx context.Context, tx bun.Tx, estado string) error {
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", columnLock, slices.Index(TaskStates, estado)); err != nil {
+	i := slices.Index(TaskStates, estado)
+	if i < 0 {
+		return fmt.Errorf("lock column %q: not a column", estado)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", columnLock, i); err != nil {
 		return fmt.Errorf("lock column %s: %w", estado, err)
 	}
 	return nil
@@ -357,4 +364,13 @@ func (s *Store) OverdueTasks(ctx context.Context, idb bun.IDB) ([]Task, error) {
 		return nil, fmt.Errorf("overdue tasks: %w", err)
 	}
 	return rows, nil
+}
+
+// IsDeadlock reports whether err is PostgreSQL breaking a deadlock (or a
+// serialization failure): the transaction was rolled back and may simply be
+// run again. Two moves that both renumber, each the other's column, can meet
+// that way.
+func IsDeadlock(err error) bool {
+	var pe pgdriver.Error
+	return errors.As(err, &pe) && (pe.Field('C') == "40P01" || pe.Field('C') == "40001")
 }

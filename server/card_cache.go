@@ -27,6 +27,8 @@ type cachedCard struct {
 // cardCacheMax bounds the memory (~1 KB a card); past it the cache starts over.
 const cardCacheMax = 20000
 
+// cacheKey is everything a card shows. The version alone is not enough: the
+// counts, the assignee's e-mail and "overdue" change without a new version.
 func (c *boardCard) cacheKey() string {
 	return fmt.Sprintf("%d|%s|%s|%s|%s|%v|%v|%s", c.Version, c.Titulo, c.Prioridad, c.Estado,
 		c.AsignadoEmail, c.FechaLimite, c.Overdue, c.Counts)

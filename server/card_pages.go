@@ -108,6 +108,15 @@ func (s *Server) showCardResource(c *fiber.Ctx) error {
 			data.Problem = "La respuesta de la API no es una lista que se pueda mostrar; este es su JSON."
 			data.Raw = prettyJSON(body)
 		}
+		// An API that says there is more without saying which page this is:
+		// the page asked for (1 when none).
+		if t := &data.Table; t.Page == 0 && t.HasNext {
+			t.Page = 1
+			if p, err := strconv.Atoi(data.Query.Get("page")); err == nil && p > 1 {
+				t.Page = p
+			}
+			t.HasPrev = t.Page > 1
+		}
 	}
 	return s.render(c, fiber.StatusOK, "pages/cards/resource", "partials/cards/list", data)
 }

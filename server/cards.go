@@ -86,7 +86,13 @@ func (s *Server) callCards(c *fiber.Ctx, method, resourcePath, rawQuery string, 
 			call.Error = "tiempo de espera agotado"
 			upstreamErr = fiber.NewError(fiber.StatusGatewayTimeout, "La API de tarjetas no respondió a tiempo.")
 		} else {
-			call.Error = "sin conexión: " + cleanText(strings.ReplaceAll(err.Error(), base, "<tarjetas>"), 200)
+			// The cause without the URL: it carries the user's query.
+			cause := err
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				cause = ue.Err
+			}
+			call.Error = "sin conexión: " + cleanText(strings.ReplaceAll(cause.Error(), base, "<tarjetas>"), 200)
 			upstreamErr = fiber.NewError(fiber.StatusBadGateway, "No se pudo conectar con la API de tarjetas.")
 		}
 		call.Status = 0
@@ -161,7 +167,21 @@ func (s *Server) proxyCards(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if !isJSONType(resp.ContentType) {
+		// Served from our origin, anything but JSON could run as a page or a
+		// script of ours (our CSP trusts 'self'): it goes as a download.
+		c.Set(fiber.HeaderContentType, "application/octet-stream")
+		c.Set(fiber.HeaderContentDisposition, "attachment")
+		c.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+		return c.Status(resp.Status).Send(resp.Body)
+	}
 	return sendUpstream(c, resp)
+}
+
+// isJSONType reports whether a content type is JSON (application/json or a +json type).
+func isJSONType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")))
 }
 
 // cardConfigPage is /app/tarjetas/config.
@@ -223,6 +243,15 @@ func cardBaseURLProblem(v string) string {
 	return ""
 }
 
+// origin is a URL's scheme and host, lower-cased ("" when it does not parse).
+func origin(v string) string {
+	u, err := url.Parse(v)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}
+
 func isLoopbackHost(h string) bool {
 	if strings.EqualFold(h, "localhost") {
 		return true
@@ -235,10 +264,26 @@ func (s *Server) saveCardConfig(c *fiber.Ctx) error {
 	baseURL := strings.TrimSpace(c.FormValue("base_url"))
 	key := strings.TrimSpace(c.FormValue("api_key"))
 	problems := map[string]string{}
-	if baseURL == "" {
+	switch {
+	case baseURL == "":
 		problems["base_url"] = "Es obligatoria."
-	} else if p := cardBaseURLProblem(baseURL); p != "" {
-		problems["base_url"] = p
+	case len(baseURL) > 2000:
+		problems["base_url"] = "Hasta 2000 caracteres."
+	default:
+		if p := cardBaseURLProblem(baseURL); p != "" {
+			problems["base_url"] = p
+		}
+	}
+	current, err := s.store.GatewaySettings(c.UserContext(), s.db, s.box, db.CardService)
+	if err != nil {
+		return err
+	}
+	// The stored key goes only to the server it was given for: pointing the
+	// proxy at another one takes the key again, or whoever may edit this page
+	// could have the key sent to a server of theirs.
+	if key == "" && current.Values["api_key"] != "" && c.FormValue("clear_api_key") == "" &&
+		problems["base_url"] == "" && origin(baseURL) != origin(current.Values["base_url"]) {
+		problems["api_key"] = "Al cambiar el servidor de la API, escriba la clave otra vez: la guardada no se envía a otro servidor."
 	}
 	if key != "" && (len(key) > 500 || strings.ContainsFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })) {
 		problems["api_key"] = "Hasta 500 caracteres, sin espacios."

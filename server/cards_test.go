@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -168,10 +169,20 @@ func TestTheCardConfigIsSavedMaskedAndAudited(t *testing.T) {
 		require.Contains(t, doc.Find("#base_url-error").Text(), tc.problem, name)
 		require.Equal(t, "true", doc.Find("#base_url").AttrOr("aria-invalid", ""), name)
 	}
-	resp, _ := br.post("/app/tarjetas/config", url.Values{"base_url": {"https://api.example.com/v2"}})
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "https anywhere, and a blank key keeps the stored one")
+	resp, doc := br.post("/app/tarjetas/config", url.Values{"base_url": {"https://api.example.com/v2"}})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "the stored key is never sent to another server")
+	require.Contains(t, doc.Find("#api_key-error").Text(), "escriba la clave otra vez")
+	_, doc = br.get("/app/tarjetas/config")
+	current := doc.Find(`[data-field="base_url"]`).Text()
+	resp, _ = br.post("/app/tarjetas/config", url.Values{"base_url": {strings.Replace(current, "/v1", "/v2", 1)}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "another path on the same server keeps the stored key")
 	_, doc = br.get("/app/tarjetas/config")
 	require.Equal(t, "••••7788", doc.Find(`[data-field="api_key"]`).Text())
+	resp, _ = br.post("/app/tarjetas/config", url.Values{"base_url": {"https://api.example.com/v2"}, "api_key": {"ck_new_1234"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "another server with its key")
+
+	resp, _ = br.post("/app/pasarelas/tarjetas", url.Values{"base_url": {"http://evil.example"}})
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "the gateways' form does not edit the card API")
 }
 
 func TestTheCardProxyForwardsEachResourceWithTheKeyAndNothingElse(t *testing.T) {
@@ -208,7 +219,9 @@ func TestTheCardProxyForwardsEachResourceWithTheKeyAndNothingElse(t *testing.T) 
 	before := up.calls()
 	resp, body := br.send("GET", "/app/tarjetas/api/cuentas/1", "")
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
-	require.Contains(t, body, "usuarios, tarjetas")
+	var refusal struct{ Error string }
+	require.NoError(t, json.Unmarshal([]byte(body), &refusal), "errors are JSON, as the API's: %s", body)
+	require.Contains(t, refusal.Error, "usuarios, tarjetas")
 	require.Equal(t, before, up.calls(), "an unknown resource never reaches the API")
 }
 
@@ -226,6 +239,16 @@ func TestTheCardProxyNeverLeavesTheResource(t *testing.T) {
 		require.Equal(t, http.StatusCreated, resp.StatusCode, "%s: %s", tc.path, body)
 		require.Equal(t, tc.upstream, up.last(t).URL.Path, tc.path)
 	}
+	// What is not JSON could run as ours: it goes as a download.
+	up.setReply(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, `<script>alert(1)</script>`)
+	})
+	resp, _ := br.send("GET", "/app/tarjetas/api/logs/x.js", "")
+	require.Equal(t, "application/octet-stream", resp.Header.Get("Content-Type"))
+	require.Equal(t, "attachment", resp.Header.Get("Content-Disposition"))
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "sandbox")
+
 	before := up.calls()
 	for _, p := range []string{"/app/tarjetas/api/usuarios/%252e%252e/x", "/app/tarjetas/api/usuarios/a%5Cb"} {
 		resp, _ := br.send("GET", p, "")

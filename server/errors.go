@@ -92,5 +92,5 @@ func fiberDefaultText(status int) string {
 func wantsJSON(c *fiber.Ctx) bool {
 	p := c.Path()
 	return strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/webhooks/") ||
-		strings.HasPrefix(p, "/app/jobs/api/")
+		strings.HasPrefix(p, "/app/jobs/api/") || strings.HasPrefix(p, "/app/tarjetas/api/")
 }

@@ -117,7 +117,7 @@ func (s *Server) showGateways(c *fiber.Ctx) error {
 // clear_<field>=on empties it; plain fields take what the form shows.
 func (s *Server) saveGateway(c *fiber.Ctx) error {
 	gateway := c.Params("gateway")
-	if _, ok := db.GatewayFields[gateway]; !ok {
+	if gateway != db.GatewayCheckout && gateway != db.GatewaySubscription {
 		return fiber.NewError(fiber.StatusNotFound, "No existe esa pasarela.")
 	}
 	changes, problems := gatewayChanges(c, gateway)

@@ -41,6 +41,9 @@ const (
 	topicAll = topicBoard | topicInbox
 )
 
+// liveEventsPath is the page's event stream.
+const liveEventsPath = "/app/eventos"
+
 const (
 	// liveHeartbeat keeps proxies from closing an idle stream and finds
 	// browsers that went away.
@@ -48,9 +51,12 @@ const (
 	// liveWriteTimeout cuts a stream whose browser stopped reading.
 	liveWriteTimeout = 20 * time.Second
 	// liveMaxAge ends a stream now and then: the browser reconnects at once
-	// (with its Last-Event-ID, so without a refresh), and the reconnection
-	// checks the session again.
+	// (with its Last-Event-ID, which every heartbeat keeps current, so
+	// without a refresh), and the reconnection checks the session again.
 	liveMaxAge = 5 * time.Minute
+	// liveBadgeQueries bounds the unread counts run at once: a notice to
+	// every inbox ('bandeja:*') wakes every stream together.
+	liveBadgeQueries = 4
 )
 
 type liveClient struct {
@@ -232,6 +238,12 @@ func (h *liveHub) close() {
 // (the user's unread badge, as HTML to swap in).
 func (s *Server) liveEvents(c *fiber.Ctx) error {
 	u := currentUser(c)
+	if u == nil {
+		// No session (it expired, or the user logged out elsewhere): 204 tells
+		// the browser to stop reconnecting, where a redirect to the login
+		// page would be retried forever. The page's next action goes to login.
+		return c.SendStatus(fiber.StatusNoContent)
+	}
 	since := c.Get("Last-Event-ID")
 	if since == "" {
 		since = c.Query("desde")
@@ -264,26 +276,47 @@ func (s *Server) liveEvents(c *fiber.Ctx) error {
 			case <-s.live.stopped:
 				return
 			case <-maxAge.C:
+				topics, token := s.live.take(cl)
+				if topics == 0 {
+					fmt.Fprintf(w, "id: %s\n\n", token)
+				} else {
+					s.writeLive(w, u.ID, topics, token, log)
+				}
+				_ = conn.SetWriteDeadline(time.Now().Add(liveWriteTimeout))
+				_ = w.Flush()
 				return
 			case <-heartbeat.C:
-				_, _ = w.WriteString(": latido\n\n")
+				// An event with an id and no data moves the browser's
+				// Last-Event-ID to what this stream has covered (notices for
+				// other users included), so a reconnection asks for no refresh.
+				topics, token := s.live.take(cl)
+				if topics == 0 {
+					fmt.Fprintf(w, "id: %s\n\n", token)
+					continue
+				}
+				s.writeLive(w, u.ID, topics, token, log)
 			case <-cl.wake:
 				topics, token := s.live.take(cl)
-				if topics&topicBoard != 0 {
-					writeEvent(w, token, "tablero", token)
-				}
-				if topics&topicInbox != 0 {
-					badge, err := s.unreadBadge(u.ID)
-					if err != nil {
-						log.Error("live updates: unread badge", "error", err)
-						continue
-					}
-					writeEvent(w, token, "bandeja", badge)
-				}
+				s.writeLive(w, u.ID, topics, token, log)
 			}
 		}
 	})
 	return nil
+}
+
+// writeLive writes the events of what changed.
+func (s *Server) writeLive(w *bufio.Writer, userID int64, topics liveTopics, token string, log *slog.Logger) {
+	if topics&topicBoard != 0 {
+		writeEvent(w, token, "tablero", token)
+	}
+	if topics&topicInbox != 0 {
+		badge, err := s.unreadBadge(userID)
+		if err != nil {
+			log.Error("live updates: unread badge", "error", err)
+			return
+		}
+		writeEvent(w, token, "bandeja", badge)
+	}
 }
 
 // writeEvent writes one event; data may span lines.
@@ -300,6 +333,12 @@ func writeEvent(w *bufio.Writer, id, event, data string) {
 func (s *Server) unreadBadge(userID int64) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	select {
+	case s.badgeQueries <- struct{}{}:
+		defer func() { <-s.badgeQueries }()
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 	n, err := s.store.UnreadCount(ctx, s.db, userID)
 	if err != nil {
 		return "", err

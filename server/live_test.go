@@ -165,6 +165,36 @@ func TestAStreamThatMissedSomethingCatchesUpAtOnce(t *testing.T) {
 	}
 }
 
+func TestAStatementThatChangesNothingIsNotAnnounced(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	admin := b.browser(t)
+	admin.login(adminEmail)
+	notifyInbox(t, b, adminEmail)
+	events := stream(t, base, admin, liveMark(t, admin), "")
+
+	ctx := context.Background()
+	_, err := b.env.DB.ExecContext(ctx, "UPDATE tareas SET titulo = 'x' WHERE id = -1")
+	require.NoError(t, err)
+	_, err = b.env.DB.ExecContext(ctx, "UPDATE notificaciones SET read_at = COALESCE(read_at, now())")
+	require.NoError(t, err)
+	ev := next(t, events)
+	require.Equal(t, "bandeja", ev.name, "the first read is told; the update that matched no task is not")
+	_, err = b.env.DB.ExecContext(ctx, "UPDATE notificaciones SET read_at = COALESCE(read_at, now())")
+	require.NoError(t, err)
+	notifyInbox(t, b, adminEmail) // the fence
+	require.Contains(t, next(t, events).data, `data-unread="1"`, "marking read what was read told nobody")
+}
+
+func TestAStreamWithoutASessionIsToldToStop(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	resp, err := http.Get(base + "/app/eventos")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "a 204 ends EventSource's reconnecting; a redirect to login would not")
+}
+
 func TestShutdownEndsTheOpenStreams(t *testing.T) {
 	b := setup(t)
 	base := serve(t, b)

@@ -34,7 +34,7 @@ func (s *Server) page(c *fiber.Ctx, title string) Page {
 	p := Page{Title: title, User: u, CSRF: csrfToken(c), Flash: s.takeFlash(c), TZ: "UTC"}
 	if u != nil {
 		p.Nav = navFor(u, c.Path())
-		p.Live = s.live.token()
+		p.Live, _ = c.Locals(localLiveToken).(string)
 		p.TZ = u.TimeZone
 		n, err := s.store.UnreadCount(c.UserContext(), s.db, u.ID)
 		if err != nil { // the badge is not worth failing a page for

@@ -42,9 +42,10 @@ func (s *Server) routes(app *fiber.App) {
 	gwb.Post("/payment/crear-pago", s.createPayment)
 
 	// Session required.
+	// The event stream answers a visitor without a session itself (live.go).
+	app.Get(liveEventsPath, s.liveEvents)
 	appGroup := app.Group("/app", requireUser)
 	appGroup.Get("/", s.home)
-	appGroup.Get("/eventos", s.liveEvents)
 	appGroup.Post("/panel/aviso-silencio", requireModule(db.ModuleAdmin), s.saveSilenceAlert)
 	appGroup.Get("/notificaciones", s.showInbox)
 	appGroup.Post("/notificaciones/leidas", s.markAllRead)
@@ -96,7 +97,7 @@ func (s *Server) routes(app *fiber.App) {
 	appGroup.Get("/tarjetas/config", cards, s.showCardConfig)
 	appGroup.Post("/tarjetas/config", cards, s.saveCardConfig)
 	appGroup.Post("/tarjetas/config/probar", cards, s.probeCards)
-	for _, method := range []string{fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete} {
+	for _, method := range []string{fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete, fiber.MethodOptions} {
 		appGroup.Add(method, "/tarjetas/api/:recurso/*", cards, s.proxyCards)
 	}
 	appGroup.Get("/tarjetas/:recurso", cards, s.showCardResource)

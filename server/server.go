@@ -64,6 +64,8 @@ type Server struct {
 	// live tells open pages what changed (live.go); views renders its fragments.
 	live  *liveHub
 	views *html.Engine
+	// badgeQueries holds a slot per unread count a stream is running (live.go).
+	badgeQueries chan struct{}
 	// cards keeps the task board's rendered cards (card_cache.go).
 	cards cardCache
 }
@@ -111,6 +113,7 @@ func New(d Deps) (*fiber.App, error) {
 		return nil, err
 	}
 	s.views = engine
+	s.badgeQueries = make(chan struct{}, liveBadgeQueries)
 	// After the HTTP server has finished its requests (event streams end when
 	// the shutdown starts): nothing more comes in. Once, however many times
 	// the app is shut down.

@@ -17,6 +17,8 @@ import (
 const (
 	sessionCookie = "pasarela_session"
 	localUser     = "user"
+	// localLiveToken is the live-update mark taken as the request began.
+	localLiveToken = "live_token"
 )
 
 func hashToken(token string) []byte {
@@ -37,7 +39,10 @@ func (s *Server) loadSession(c *fiber.Ctx) error {
 	if token == "" {
 		return c.Next()
 	}
-	u, err := s.store.UserBySession(c.UserContext(), s.db, hashToken(token))
+	// A page's event stream reconnects by itself while the tab is open: it is
+	// not the user's activity, so it does not keep an idle session alive.
+	touch := c.Path() != liveEventsPath
+	u, err := s.store.UserBySession(c.UserContext(), s.db, hashToken(token), touch)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		s.clearSessionCookie(c)
@@ -46,6 +51,9 @@ func (s *Server) loadSession(c *fiber.Ctx) error {
 	default:
 		c.Locals(localUser, u)
 	}
+	// The catch-up mark of the page, taken before anything the page shows is
+	// read: a change committed meanwhile is then newer than the mark (live.go).
+	c.Locals(localLiveToken, s.live.token())
 	return c.Next()
 }
 

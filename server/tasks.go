@@ -206,19 +206,24 @@ func (s *Server) moveTask(c *fiber.Ctx) error {
 	var moved *db.Task
 	if problem == "" {
 		u := currentUser(c)
-		err = s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) (err error) {
-			moved, err = s.store.MoveTask(ctx, tx, id, estado, after, version, u.ID)
-			if err != nil {
-				return err
-			}
-			to := jobs.Recipients(u.ID, moved.AsignadoID, moved.CreadoPor)
-			if moved.Estado == moved.MovedFrom || len(to) == 0 {
-				return nil // no change of state, or nobody else to tell
-			}
-			return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_estado",
-				Titulo: fmt.Sprintf("«%s» pasó a %s", moved.Titulo, badgeFor(moved.Estado).Label),
-				Texto:  "Movida por " + u.Email + ".", Enlace: fmt.Sprintf("/tarea/%d", moved.ID), UserIDs: to})
-		})
+		move := func() error {
+			return s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) (err error) {
+				moved, err = s.store.MoveTask(ctx, tx, id, estado, after, version, u.ID)
+				if err != nil {
+					return err
+				}
+				to := jobs.Recipients(u.ID, moved.AsignadoID, moved.CreadoPor)
+				if moved.Estado == moved.MovedFrom || len(to) == 0 {
+					return nil // no change of state, or nobody else to tell
+				}
+				return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_estado",
+					Titulo: fmt.Sprintf("«%s» pasó a %s", moved.Titulo, badgeFor(moved.Estado).Label),
+					Texto:  "Movida por " + u.Email + ".", Enlace: fmt.Sprintf("/tarea/%d", moved.ID), UserIDs: to})
+			})
+		}
+		if err = move(); db.IsDeadlock(err) {
+			err = move() // rolled back whole: once more is safe
+		}
 		switch {
 		case errors.Is(err, db.ErrNotFound):
 			return fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")

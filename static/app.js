@@ -115,18 +115,17 @@
 // is the board as the server has it, so a refused move snaps back.
 (function () {
   "use strict";
-  // While a card is held, a live refresh of the board (another admin's
-  // change) waits: swapping the board would drop the card from the hand.
+  // Another admin changed the board (live.go): reload it with the filters of
+  // the URL. While a card is held the reload waits: swapping the board would
+  // drop the card from the hand.
   var dragging = false, refreshWaiting = false;
   function refreshBoard() {
     window.htmx.ajax("GET", "/app/tareas" + location.search, { target: "#board", swap: "outerHTML" });
   }
-  document.body.addEventListener("htmx:confirm", function (evt) {
-    var trigger = evt.detail.triggeringEvent;
-    if (dragging && trigger && trigger.type === "sse:tablero") {
-      evt.preventDefault();
-      refreshWaiting = true;
-    }
+  document.body.addEventListener("sse:tablero", function () {
+    if (!document.getElementById("board")) return;
+    if (dragging) { refreshWaiting = true; return; }
+    refreshBoard();
   });
   function init() {
     if (!window.Sortable) return;
