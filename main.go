@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 	"pasarela/db/pgcluster"
 	"pasarela/jobs"
 	"pasarela/server"
+	"pasarela/server/agent"
 )
 
 const usage = `usage: pasarela <command>
@@ -38,7 +40,9 @@ const usage = `usage: pasarela <command>
   worker                        work background jobs and run the schedules
   dev                           migrate + web + worker; a private PostgreSQL when DATABASE_URL is unset
   user create --email E --password P --role R
-                                create a user, or reset its password and role`
+                                create a user, or reset its password and role
+  agent --url URL --token T [--interval 30s]
+                                send this machine's metrics to the console`
 
 // httpShutdownTimeout bounds how long in-flight requests may finish after a
 // signal (running jobs have their own budget, see jobs.Run).
@@ -52,6 +56,16 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprintln(stderr, usage)
 		return 2
+	}
+	if args[0] == "agent" {
+		// The agent runs on the monitored machines: no database, no secret.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := agentCmd(ctx, args[1:], stderr); err != nil {
+			fmt.Fprintln(stderr, "pasarela:", err)
+			return 1
+		}
+		return 0
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
@@ -379,6 +393,28 @@ func userCmd(ctx context.Context, cfg config.Config, logger *slog.Logger, args [
 	}
 	fmt.Fprintf(stdout, "user %s (id %d) has role %s\n", u.Email, u.ID, *role)
 	return nil
+}
+
+func agentCmd(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("url", "", "the console's base URL, e.g. https://consola.example.cl")
+	token := fs.String("token", "", "this server's agent token (shown once when it was added)")
+	interval := fs.Duration("interval", 30*time.Second, "time between heartbeats")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("--url: the console's address, e.g. https://consola.example.cl")
+	}
+	if *token == "" {
+		return errors.New("--token: the server's agent token is required")
+	}
+	if *interval < 5*time.Second || *interval > time.Hour {
+		return errors.New("--interval: between 5s and 1h")
+	}
+	return agent.Run(ctx, agent.Options{URL: *base, Token: *token, Interval: *interval,
+		Logger: newLogger(stderr, slog.LevelInfo, false)})
 }
 
 func randomHex(n int) string {
