@@ -329,3 +329,19 @@ func (s *Store) PurgeMetrics(ctx context.Context, bdb *bun.DB, now time.Time) (d
 	deleted, _ = res.RowsAffected()
 	return dropped, deleted, nil
 }
+
+// ServerCounts counts the servers in each state.
+func (s *Store) ServerCounts(ctx context.Context, idb bun.IDB) (map[string]int, error) {
+	var rows []struct {
+		Estado string `bun:"estado"`
+		N      int    `bun:"n"`
+	}
+	if err := idb.NewRaw(`SELECT estado, count(*) AS n FROM servidores GROUP BY estado`).Scan(ctx, &rows); err != nil {
+		return nil, fmt.Errorf("count servers: %w", err)
+	}
+	out := map[string]int{ServerOnline: 0, ServerOffline: 0, ServerPending: 0}
+	for _, r := range rows {
+		out[r.Estado] = r.N
+	}
+	return out, nil
+}

@@ -17,6 +17,8 @@ type panelPage struct {
 	Page
 	Payments *paymentTiles
 	Cards    *cardTiles
+	// Servers counts the servers by state (nil without the module).
+	Servers map[string]int
 }
 
 // cardTiles are the Tarjetas module's figures: the card API's last 24 h.
@@ -51,6 +53,13 @@ func (s *Server) panelData(c *fiber.Ctx) (panelPage, error) {
 	data := panelPage{Page: s.page(c, "Panel")}
 	data.Charts = true
 	u := currentUser(c)
+	if u.HasModule(db.ModuleServers) {
+		counts, err := s.store.ServerCounts(c.UserContext(), s.db)
+		if err != nil {
+			return data, err
+		}
+		data.Servers = counts
+	}
 	if u.HasModule(db.ModuleCards) {
 		settings, err := s.store.GatewaySettings(c.UserContext(), s.db, s.box, db.CardService)
 		if err != nil {

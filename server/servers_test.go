@@ -98,6 +98,8 @@ func TestAHeartbeatIsStoredAndBadOnesAreRefusedClearly(t *testing.T) {
 	require.Equal(t, 230, row.TCP)
 	_, doc := br.get(fmt.Sprintf("/app/servidor/%d", id))
 	require.Equal(t, "online", doc.Find("#server").AttrOr("data-estado", ""))
+	_, doc = br.get("/app")
+	require.Equal(t, "1", doc.Find(`[data-figure="servers-online"] .tile-value`).Text(), "the Panel counts it online")
 
 	for name, tc := range map[string]struct {
 		token, contentType, body string
