@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // Server states (CONTRACT §5): pendiente until its first heartbeat.
@@ -210,19 +212,22 @@ func (s *Store) RecordHeartbeat(ctx context.Context, tx bun.Tx, id int64, h Hear
 	return ch, nil
 }
 
+// DailyTables are the tables kept in daily partitions for MetricsRetention.
+var DailyTables = []string{"servidor_metricas_history", "url_monitor_log"}
+
 // IsMissingPartition reports whether err is an insert into a day with no
 // partition yet (the worker that creates them has not run for days).
 func IsMissingPartition(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23514" && pe.TableName == "servidor_metricas_history"
+	return errors.As(err, &pe) && pe.Code == "23514" && slices.Contains(DailyTables, pe.TableName)
 }
 
 // EnsureMetricPartitions creates the partitions of yesterday, today and the
-// next three days (UTC) that are missing.
+// next three days (UTC) that are missing, for every daily table.
 func (s *Store) EnsureMetricPartitions(ctx context.Context, idb bun.IDB) error {
-	if _, err := idb.ExecContext(ctx, `SELECT servidor_metricas_particion((now() AT TIME ZONE 'UTC')::date + d)
-		FROM generate_series(-1, 3) AS d`); err != nil {
-		return fmt.Errorf("create metric partitions: %w", err)
+	if _, err := idb.ExecContext(ctx, `SELECT particion_diaria(t, (now() AT TIME ZONE 'UTC')::date + d)
+		FROM unnest(?::text[]) AS t, generate_series(-1, 3) AS d`, pgdialect.Array(DailyTables)); err != nil {
+		return fmt.Errorf("create daily partitions: %w", err)
 	}
 	return nil
 }
@@ -298,23 +303,43 @@ func (s *Store) MetricsHistory(ctx context.Context, idb bun.IDB, id int64, since
 	return rows, nil
 }
 
-// PurgeMetrics removes heartbeats older than MetricsRetention: the days
-// entirely older are detached without blocking inserts (CONCURRENTLY) and
-// dropped whole; the older rows of the boundary day are deleted. It runs
-// outside a transaction (DETACH … CONCURRENTLY cannot run inside one).
+// PurgeMetrics removes heartbeats older than MetricsRetention (see purgeDaily).
 func (s *Store) PurgeMetrics(ctx context.Context, bdb *bun.DB, now time.Time) (dropped int, deleted int64, err error) {
+	return purgeDaily(ctx, bdb, "servidor_metricas_history", now.Add(-MetricsRetention))
+}
+
+// PurgeMonitorLog removes URL checks older than MetricsRetention, and the
+// hourly figures of the same age.
+func (s *Store) PurgeMonitorLog(ctx context.Context, bdb *bun.DB, now time.Time) (dropped int, deleted int64, err error) {
 	cutoff := now.Add(-MetricsRetention)
+	if dropped, deleted, err = purgeDaily(ctx, bdb, "url_monitor_log", cutoff); err != nil {
+		return dropped, deleted, err
+	}
+	res, err := bdb.NewDelete().TableExpr("url_monitor_horas").Where("hora < ?", cutoff.Truncate(time.Hour)).Exec(ctx)
+	if err != nil {
+		return dropped, deleted, fmt.Errorf("delete old hourly checks: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return dropped, deleted + n, nil
+}
+
+// purgeDaily removes the rows of a daily-partitioned table older than
+// cutoff: the days entirely older are detached without blocking inserts
+// (CONCURRENTLY) and dropped whole; the older rows of the boundary day are
+// deleted. It runs outside a transaction (DETACH … CONCURRENTLY cannot run
+// inside one).
+func purgeDaily(ctx context.Context, bdb *bun.DB, table string, cutoff time.Time) (dropped int, deleted int64, err error) {
 	var parts []string
 	if err := bdb.NewRaw(`SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = 'servidor_metricas_history'::regclass ORDER BY 1`).Scan(ctx, &parts); err != nil {
-		return 0, 0, fmt.Errorf("list metric partitions: %w", err)
+		WHERE i.inhparent = ?::regclass ORDER BY 1`, table).Scan(ctx, &parts); err != nil {
+		return 0, 0, fmt.Errorf("list partitions of %s: %w", table, err)
 	}
 	for _, p := range parts {
-		day, err := time.Parse("20060102", strings.TrimPrefix(p, "servidor_metricas_history_"))
+		day, err := time.Parse("20060102", strings.TrimPrefix(p, table+"_"))
 		if err != nil || day.AddDate(0, 0, 1).After(cutoff) {
 			continue // not ours, or not entirely old
 		}
-		if _, err := bdb.ExecContext(ctx, "ALTER TABLE servidor_metricas_history DETACH PARTITION ? CONCURRENTLY", bun.Ident(p)); err != nil {
+		if _, err := bdb.ExecContext(ctx, "ALTER TABLE ? DETACH PARTITION ? CONCURRENTLY", bun.Ident(table), bun.Ident(p)); err != nil {
 			return dropped, 0, fmt.Errorf("detach %s: %w", p, err)
 		}
 		if _, err := bdb.ExecContext(ctx, "DROP TABLE ?", bun.Ident(p)); err != nil {
@@ -322,9 +347,9 @@ func (s *Store) PurgeMetrics(ctx context.Context, bdb *bun.DB, now time.Time) (d
 		}
 		dropped++
 	}
-	res, err := bdb.NewDelete().TableExpr("servidor_metricas_history").Where("created_at < ?", cutoff).Exec(ctx)
+	res, err := bdb.NewDelete().TableExpr(table).Where("created_at < ?", cutoff).Exec(ctx)
 	if err != nil {
-		return dropped, 0, fmt.Errorf("delete old heartbeats: %w", err)
+		return dropped, 0, fmt.Errorf("delete old rows of %s: %w", table, err)
 	}
 	deleted, _ = res.RowsAffected()
 	return dropped, deleted, nil

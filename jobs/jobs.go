@@ -81,6 +81,8 @@ func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 	addWorker(workers, &SilentServersWorker{db: deps.DB, pool: deps.Pool, store: deps.Store})
 	addWorker(workers, &MetricPartitionsWorker{db: deps.DB, store: deps.Store})
 	addWorker(workers, &PurgeMetricsWorker{db: deps.DB, store: deps.Store, log: deps.Logger})
+	addWorker(workers, &MonitorRoundWorker{db: deps.DB, store: deps.Store})
+	addWorker(workers, &MonitorCheckWorker{db: deps.DB, pool: deps.Pool, store: deps.Store, checker: NewChecker()})
 
 	periodic := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
@@ -98,6 +100,9 @@ func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return MetricPartitionsArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "servidor_metricas_particiones", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
+			func() (river.JobArgs, *river.InsertOpts) { return MonitorRoundArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "url_monitor_ronda", RunOnStart: true}),
 		river.NewPeriodicJob(dailyAt{hour: 3},
 			func() (river.JobArgs, *river.InsertOpts) { return PurgeMetricsArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "purge_servidor_metricas"}),
@@ -121,6 +126,8 @@ type WorkerOptions struct {
 	// ID names the client in River's tables; empty lets River choose.
 	ID         string
 	MaxWorkers int
+	// CheckConcurrency is how many URL checks run at once (0: DefaultCheckConcurrency).
+	CheckConcurrency int
 }
 
 // NewWorkerClient returns the client that works jobs and, when elected leader,
@@ -129,12 +136,16 @@ func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, periodic []*riv
 	if opts.MaxWorkers == 0 {
 		opts.MaxWorkers = 20
 	}
+	if opts.CheckConcurrency == 0 {
+		opts.CheckConcurrency = DefaultCheckConcurrency
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		ID:     opts.ID,
 		Logger: logger.With("component", "river"),
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: opts.MaxWorkers},
 			QueueWebhooks:      {MaxWorkers: webhookWorkers},
+			QueueURLChecks:     {MaxWorkers: opts.CheckConcurrency},
 		},
 		Workers:      workers,
 		PeriodicJobs: periodic,

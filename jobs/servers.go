@@ -111,13 +111,18 @@ func (w *PurgeMetricsWorker) Timeout(*river.Job[PurgeMetricsArgs]) time.Duration
 	return MaxJobTimeout
 }
 
-// Work drops the old days and deletes the boundary day's old rows.
+// Work drops the old days and deletes the boundary day's old rows, of the
+// metrics history and of the URL checks.
 func (w *PurgeMetricsWorker) Work(ctx context.Context, _ *river.Job[PurgeMetricsArgs]) error {
 	dropped, deleted, err := w.store.PurgeMetrics(ctx, w.db, time.Now())
 	if err != nil {
 		return err
 	}
 	w.log.Info("metrics history purged", "days_dropped", dropped, "rows_deleted", deleted)
+	if dropped, deleted, err = w.store.PurgeMonitorLog(ctx, w.db, time.Now()); err != nil {
+		return err
+	}
+	w.log.Info("URL checks purged", "days_dropped", dropped, "rows_deleted", deleted)
 	return nil
 }
 
