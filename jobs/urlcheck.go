@@ -157,7 +157,9 @@ type MonitorRoundWorker struct {
 }
 
 // Timeout bounds the inserts of a round.
-func (w *MonitorRoundWorker) Timeout(*river.Job[MonitorRoundArgs]) time.Duration { return 30 * time.Second }
+func (w *MonitorRoundWorker) Timeout(*river.Job[MonitorRoundArgs]) time.Duration {
+	return 30 * time.Second
+}
 
 // Work inserts one check per active monitor, unique per monitor and minute:
 // a round that runs twice (two leaders, a retry) checks nothing twice.
@@ -201,7 +203,9 @@ type MonitorCheckWorker struct {
 }
 
 // Timeout bounds a check (its own timeout, 1–30 s, caps the network part) and its writes.
-func (w *MonitorCheckWorker) Timeout(*river.Job[MonitorCheckArgs]) time.Duration { return MaxJobTimeout }
+func (w *MonitorCheckWorker) Timeout(*river.Job[MonitorCheckArgs]) time.Duration {
+	return MaxJobTimeout
+}
 
 // NextRetry: a check that could not be recorded is tried again a second
 // later, once (the round inserts it with MaxAttempts 2): its minute soon passes.

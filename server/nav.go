@@ -37,6 +37,7 @@ var navigation = []struct {
 	}},
 	{db.ModuleServers, []NavItem{
 		{Label: "Servidores", Href: "/app/servidores"},
+		{Label: "Monitor de URLs", Href: "/app/url-monitor"},
 	}},
 	{db.ModuleCards, []NavItem{
 		{Label: "Tarjetas virtuales", Href: "/app/tarjetas/tarjetas"},

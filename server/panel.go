@@ -17,8 +17,9 @@ type panelPage struct {
 	Page
 	Payments *paymentTiles
 	Cards    *cardTiles
-	// Servers counts the servers by state (nil without the module).
-	Servers map[string]int
+	// Servers counts the servers by state, Monitors the active monitors (nil without the module).
+	Servers  map[string]int
+	Monitors map[string]int
 }
 
 // cardTiles are the Tarjetas module's figures: the card API's last 24 h.
@@ -59,6 +60,9 @@ func (s *Server) panelData(c *fiber.Ctx) (panelPage, error) {
 			return data, err
 		}
 		data.Servers = counts
+		if data.Monitors, err = s.store.MonitorCounts(c.UserContext(), s.db); err != nil {
+			return data, err
+		}
 	}
 	if u.HasModule(db.ModuleCards) {
 		settings, err := s.store.GatewaySettings(c.UserContext(), s.db, s.box, db.CardService)

@@ -93,6 +93,16 @@ func (s *Server) routes(app *fiber.App) {
 	appGroup.Post("/servidor/:id/token", servers, s.rotateServerToken)
 	appGroup.Get("/servidor/:id/metricas-history", servers, s.metricsHistory)
 
+	appGroup.Get("/url-monitor", servers, s.listMonitors)
+	appGroup.Post("/url-monitor", servers, s.createMonitor)
+	appGroup.Get("/url-monitor/:id", servers, s.showMonitor)
+	appGroup.Put("/url-monitor/:id", servers, s.updateMonitor)
+	appGroup.Post("/url-monitor/:id", servers, s.updateMonitor) // the edit form without script
+	appGroup.Delete("/url-monitor/:id", servers, s.deleteMonitor)
+	appGroup.Post("/url-monitor/:id/eliminar", servers, s.deleteMonitor) // the delete form without script
+	appGroup.Post("/url-monitor/:id/check", servers, s.checkMonitorNow)
+	appGroup.Get("/url-monitor/:id/logs", servers, s.showMonitorLogs)
+
 	cards := requireModule(db.ModuleCards)
 	appGroup.Get("/tarjetas/config", cards, s.showCardConfig)
 	appGroup.Post("/tarjetas/config", cards, s.saveCardConfig)

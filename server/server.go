@@ -68,6 +68,8 @@ type Server struct {
 	badgeQueries chan struct{}
 	// cards keeps the task board's rendered cards (card_cache.go).
 	cards cardCache
+	// checker runs "comprobar ahora" of the URL monitor, as the worker's checks do.
+	checker *jobs.Checker
 }
 
 // New builds the Fiber app with every route of routes.go.
@@ -114,6 +116,7 @@ func New(d Deps) (*fiber.App, error) {
 	}
 	s.views = engine
 	s.badgeQueries = make(chan struct{}, liveBadgeQueries)
+	s.checker = jobs.NewChecker()
 	// After the HTTP server has finished its requests (event streams end when
 	// the shutdown starts): nothing more comes in. Once, however many times
 	// the app is shut down.

@@ -57,6 +57,7 @@ func seedRealistic(t *testing.T, b *bundle) (webhookID, attemptID int64) {
 	t.Cleanup(cards.Close)
 	b.configureCards(t, cards.URL+"/v1")
 	seedServer(t, b, "pagos-produccion-santiago-01.empresa-distribuidora-del-sur.cl")
+	seedMonitors(t, b)
 	admin, err := b.store.Authenticate(ctx, b.env.DB, adminEmail, testPassword)
 	require.NoError(t, err)
 	for i := 0; i < 12; i++ {
@@ -109,6 +110,7 @@ func TestBrowserEveryPageHoldsItsLayoutAndPassesAxe(t *testing.T) {
 		"/gwa/retorno?reference=ORD-2026-11-000001-SANTIAGO-CENTRO-SUCURSAL-PROVIDENCIA",
 		"/app/tarjetas/config", "/app/tarjetas/tarjetas", "/app/tarjetas/tarjetas/tc_000001", "/app/tarjetas/pagos",
 		"/app/servidores", fmt.Sprintf("/app/servidor/%d", serverID(t, b)),
+		"/app/url-monitor", "/app/url-monitor?estado=down", fmt.Sprintf("/app/url-monitor/%d", monitorID(t, b)),
 	}
 	login(t, ctx, base)
 	for _, vp := range viewports {
@@ -426,4 +428,49 @@ func TestBrowserAServerPageDrawsItsChartsAndSwitchesRange(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`[data-horas="1"]`)),
 		chromedp.WaitVisible(css(`#metrics[data-horas="1"] .chart[data-series="load1"] canvas`)),
 		chromedp.WaitVisible(css(`[data-horas="1"][aria-pressed="true"]`))), "the range switches to the last hour")
+}
+
+// seedMonitors adds monitors in every state, with long URLs, a day of hourly
+// figures and a page of checks.
+func seedMonitors(t *testing.T, b *bundle) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := b.env.DB.ExecContext(ctx, `INSERT INTO url_monitores (nombre, url, estado, ultimo_check, ultima_latencia_ms, ultimo_status)
+		SELECT 'Checkout sucursal ' || i, 'https://pagos-produccion-santiago-0' || i || '.empresa-distribuidora-del-sur.cl/api/v2/estado/salud?detalle=completo',
+		       (ARRAY['up','down','pendiente'])[1 + i % 3], now(), 120 + i, 200 FROM generate_series(1, 60) AS i`)
+	require.NoError(t, err)
+	_, err = b.env.DB.ExecContext(ctx, `INSERT INTO url_monitor_horas (monitor_id, hora, checks, ok, latencia_sum)
+		SELECT m.id, date_trunc('hour', now()) - make_interval(hours => h), 60, 60 - (h % 5), 60 * (100 + 10 * h)
+		FROM url_monitores m, generate_series(0, 23) AS h WHERE h <> 7`)
+	require.NoError(t, err)
+	_, err = b.env.DB.ExecContext(ctx, `INSERT INTO url_monitor_log (monitor_id, created_at, metodo, status, latencia_ms, ok, error)
+		SELECT m.id, now() - make_interval(mins => i), 'HEAD', CASE WHEN i % 7 = 0 THEN NULL ELSE 200 END, 100 + i, i % 7 <> 0,
+		       CASE WHEN i % 7 = 0 THEN 'sin respuesta en 10s' ELSE '' END
+		FROM url_monitores m, generate_series(1, 60) AS i`)
+	require.NoError(t, err)
+}
+
+func monitorID(t *testing.T, b *bundle) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, b.env.DB.NewRaw("SELECT min(id) FROM url_monitores WHERE estado = 'down'").Scan(context.Background(), &id))
+	return id
+}
+
+func TestBrowserAddAMonitorCheckItAndSeeTheLog(t *testing.T) {
+	b := setup(t)
+	base := serve(t, b)
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(target.Close)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+	login(t, ctx, base)
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(base+"/app/url-monitor"),
+		chromedp.Click(css("#new-monitor summary")),
+		chromedp.SendKeys(css("#nombre"), "Tienda"), chromedp.SendKeys(css("#url"), target.URL+"/salud"),
+		chromedp.Click(css(`#new-monitor button[type="submit"]`)),
+		chromedp.WaitVisible(css(`#monitor[data-estado="pendiente"]`))), "the new monitor's page")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`form[action$="/check"] button`)),
+		chromedp.WaitVisible(css(`#check-result [data-ok="true"]`)),
+		chromedp.WaitVisible(css(`#monitor-logs tbody tr[data-ok="true"]`))), "the result in place, and its row in the log")
 }
