@@ -147,24 +147,49 @@ func (s *Store) ServerByToken(ctx context.Context, q *pgxpool.Pool, hash []byte)
 	return a, nil
 }
 
-// RecordHeartbeatQuietly stores a heartbeat of a server that is not offline
-// and whose disk threshold state does not change: one statement, no event.
-// It reports false, storing nothing, when either is not so (the caller then
-// takes RecordHeartbeat's path, which can emit the event under a lock).
-func (s *Store) RecordHeartbeatQuietly(ctx context.Context, q *pgxpool.Pool, id int64, h Heartbeat) (bool, error) {
-	tag, err := q.Exec(ctx, `WITH upd AS (
-			UPDATE servidores SET estado = 'online', ultimo_latido = now(),
-			       cpu = $2, ram = $3, swap = $4, disk = $5, tcp = $6, load1 = $7
-			WHERE id = $1 AND estado <> 'offline'
-			  AND umbral_superado = (umbral_disco IS NOT NULL AND $5 > umbral_disco)
-			RETURNING id)
-		INSERT INTO servidor_metricas_history (servidor_id, created_at, cpu, ram, swap, disk, tcp, load1)
-		SELECT id, now(), $2, $3, $4, $5, $6, $7 FROM upd`,
-		id, h.CPU, h.RAM, h.Swap, h.Disk, h.TCP, h.Load1)
-	if err != nil {
-		return false, fmt.Errorf("record heartbeat of server %d: %w", id, err)
+// RecordHeartbeatsQuietly stores the heartbeats (each named by its token's
+// hash) of servers that are not offline and whose disk stays on the same side
+// of its threshold: one prepared statement for all (group commit, see
+// server/heartbeat.go), token lookups included, no event. It reports which
+// were stored; for the others the caller looks the token up (ServerByToken)
+// and takes RecordHeartbeat's path, which emits the event under a lock.
+func (s *Store) RecordHeartbeatsQuietly(ctx context.Context, q *pgxpool.Pool, hashes [][]byte, hs []Heartbeat) ([]bool, error) {
+	n := len(hs)
+	cpu, ram, swap, dsk, load1 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	tcp := make([]int64, n)
+	for i, h := range hs {
+		cpu[i], ram[i], swap[i], dsk[i], tcp[i], load1[i] = h.CPU, h.RAM, h.Swap, h.Disk, h.TCP, h.Load1
 	}
-	return tag.RowsAffected() == 1, nil
+	rows, err := q.Query(ctx, `WITH i AS (
+			SELECT * FROM unnest($1::bytea[], $2::float8[], $3::float8[], $4::float8[], $5::float8[], $6::bigint[], $7::float8[])
+			WITH ORDINALITY AS t(token_hash, cpu, ram, swap, disk, tcp, load1, n)),
+		upd AS (
+			UPDATE servidores s SET estado = 'online', ultimo_latido = now(),
+			       cpu = i.cpu, ram = i.ram, swap = i.swap, disk = i.disk, tcp = i.tcp, load1 = i.load1
+			FROM i WHERE s.token_hash = i.token_hash AND s.estado <> 'offline'
+			  AND s.umbral_superado = (s.umbral_disco IS NOT NULL AND i.disk > s.umbral_disco)
+			RETURNING s.id, s.token_hash, s.umbral_disco, s.umbral_superado),
+		ins AS (
+			INSERT INTO servidor_metricas_history (servidor_id, created_at, cpu, ram, swap, disk, tcp, load1)
+			SELECT upd.id, now(), i.cpu, i.ram, i.swap, i.disk, i.tcp, i.load1
+			FROM upd JOIN i ON i.token_hash = upd.token_hash
+			  AND upd.umbral_superado = (upd.umbral_disco IS NOT NULL AND i.disk > upd.umbral_disco)
+			RETURNING 1)
+		SELECT i.n FROM upd JOIN i ON i.token_hash = upd.token_hash
+		  AND upd.umbral_superado = (upd.umbral_disco IS NOT NULL AND i.disk > upd.umbral_disco)`,
+		hashes, cpu, ram, swap, dsk, tcp, load1)
+	if err != nil {
+		return nil, fmt.Errorf("record %d heartbeats: %w", n, err)
+	}
+	ords, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("record %d heartbeats: %w", n, err)
+	}
+	stored := make([]bool, n)
+	for _, o := range ords {
+		stored[o-1] = true
+	}
+	return stored, nil
 }
 
 // HeartbeatChange is what a heartbeat changed: the server came back, or its

@@ -9,6 +9,7 @@ import (
 	"math"
 	"mime"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/uptrace/bun"
@@ -19,6 +20,39 @@ import (
 
 // maxHeartbeatBody bounds an agent's report (a few numbers).
 const maxHeartbeatBody = 4 << 10
+
+// Heartbeats are written with group commit (groupcommit.go): one statement
+// for all those waiting. One writer: two batches at once could lock the same
+// servers' rows in opposite orders.
+const (
+	beatWriters  = 1
+	beatMaxBatch = 256
+	beatLinger   = 500 * time.Microsecond
+)
+
+type agentBeat struct {
+	hash []byte
+	h    db.Heartbeat
+}
+
+func newBeatWriter(s *Server) *groupCommit[agentBeat, bool] {
+	return newGroupCommit("heartbeats", beatWriters, beatMaxBatch, beatLinger, s.log,
+		func(ctx context.Context, beats []agentBeat) ([]bool, error) {
+			hashes, hs := make([][]byte, len(beats)), make([]db.Heartbeat, len(beats))
+			for i, b := range beats {
+				hashes[i], hs[i] = b.hash, b.h
+			}
+			stored, err := s.store.RecordHeartbeatsQuietly(ctx, s.pool, hashes, hs)
+			if db.IsMissingPartition(err) {
+				// The worker that makes the coming days' partitions has not
+				// run for days: make them here rather than lose heartbeats.
+				if err = s.store.EnsureMetricPartitions(ctx, s.db); err == nil {
+					stored, err = s.store.RecordHeartbeatsQuietly(ctx, s.pool, hashes, hs)
+				}
+			}
+			return stored, err
+		})
+}
 
 // receiveHeartbeat is POST /api/agente/heartbeat (CONTRACT §5): the server's
 // token, six figures, 204. Most heartbeats are one statement on pgx; one that
@@ -32,38 +66,40 @@ func (s *Server) receiveHeartbeat(c *fiber.Ctx) error {
 		return fiber.NewError(fiber.StatusUnauthorized, "Falta Authorization: Bearer <token del servidor>.")
 	}
 	ctx := c.UserContext()
-	srv, err := s.store.ServerByToken(ctx, s.pool, hashToken(strings.TrimSpace(token)))
-	if errors.Is(err, db.ErrNotFound) {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="pasarela-agent"`)
-		return fiber.NewError(fiber.StatusUnauthorized, "Token de servidor inválido o reemplazado.")
-	}
-	if err != nil {
-		return err
-	}
+	hash := hashToken(strings.TrimSpace(token))
 	h, problems, err := readHeartbeat(c)
-	if err != nil {
-		return err
-	}
-	if len(problems) > 0 {
+	if err != nil || len(problems) > 0 {
+		// A bad body with a bad token is told about the token.
+		if _, terr := s.store.ServerByToken(ctx, s.pool, hash); errors.Is(terr, db.ErrNotFound) {
+			return badAgentToken(c)
+		}
+		if err != nil {
+			return err
+		}
 		return problems.respond(c)
 	}
-	stored, err := s.store.RecordHeartbeatQuietly(ctx, s.pool, srv.ID, h)
-	if db.IsMissingPartition(err) {
-		// The worker that makes the coming days' partitions has not run for
-		// days: make them here rather than lose the heartbeat.
-		if err = s.store.EnsureMetricPartitions(ctx, s.db); err == nil {
-			stored, err = s.store.RecordHeartbeatQuietly(ctx, s.pool, srv.ID, h)
-		}
-	}
+	stored, err := s.beats.submit(ctx, agentBeat{hash: hash, h: h})
 	if err != nil {
 		return err
 	}
 	if !stored {
+		srv, err := s.store.ServerByToken(ctx, s.pool, hash)
+		if errors.Is(err, db.ErrNotFound) {
+			return badAgentToken(c)
+		}
+		if err != nil {
+			return err
+		}
 		if err := s.recordHeartbeatWithEvents(ctx, srv.ID, h); err != nil {
 			return err
 		}
 	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func badAgentToken(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="pasarela-agent"`)
+	return fiber.NewError(fiber.StatusUnauthorized, "Token de servidor inválido o reemplazado.")
 }
 
 func (s *Server) recordHeartbeatWithEvents(ctx context.Context, id int64, h db.Heartbeat) error {

@@ -57,6 +57,7 @@ type Server struct {
 	cardsClient *http.Client
 	gwaCache    gwaSecretCache
 	ingest      *ingester
+	beats       *groupCommit[agentBeat, bool]
 	// methods is every route's methods, for 405 (methods.go).
 	methods routeTable
 	// rejections counts refused webhook deliveries in memory (rejections.go).
@@ -111,6 +112,7 @@ func New(d Deps) (*fiber.App, error) {
 	})
 	s.ingest = newIngester(d.Pool, d.Store, d.Queue, d.Logger)
 	s.rejections = newRejectionCounter(d.DB, d.Store, d.Logger)
+	s.beats = newBeatWriter(s)
 	if s.live, err = startLiveHub(d.Pool.Config().ConnConfig.Copy(), d.Logger); err != nil {
 		return nil, err
 	}
@@ -122,7 +124,7 @@ func New(d Deps) (*fiber.App, error) {
 	// the app is shut down.
 	var closeOnce sync.Once
 	app.Hooks().OnShutdown(func() error {
-		closeOnce.Do(func() { s.ingest.close(); s.rejections.close(); s.live.close() })
+		closeOnce.Do(func() { s.ingest.close(); s.beats.close(); s.rejections.close(); s.live.close() })
 		return nil
 	})
 	s.routes(app)
