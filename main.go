@@ -399,7 +399,8 @@ func agentCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	base := fs.String("url", "", "the console's base URL, e.g. https://consola.example.cl")
-	token := fs.String("token", "", "this server's agent token (shown once when it was added)")
+	token := fs.String("token", "", "this server's agent token (shown once when it was added); or PASARELA_AGENT_TOKEN")
+	tokenFile := fs.String("token-file", "", "a file holding the token (keeps it out of the process list)")
 	interval := fs.Duration("interval", 30*time.Second, "time between heartbeats")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -407,8 +408,18 @@ func agentCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return errors.New("--url: the console's address, e.g. https://consola.example.cl")
 	}
+	if *token == "" && *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		*token = strings.TrimSpace(string(b))
+	}
 	if *token == "" {
-		return errors.New("--token: the server's agent token is required")
+		*token = os.Getenv("PASARELA_AGENT_TOKEN")
+	}
+	if *token == "" {
+		return errors.New("--token (or --token-file, or PASARELA_AGENT_TOKEN): the server's agent token is required")
 	}
 	if *interval < 5*time.Second || *interval > time.Hour {
 		return errors.New("--interval: between 5s and 1h")

@@ -191,6 +191,8 @@ type CheckResult struct {
 	LatencyMS int
 	OK        bool
 	Error     string
+	// Retried marks a second attempt to record it (after making partitions).
+	Retried bool
 }
 
 // StateChange is a monitor's state before and after a check, when it changed.

@@ -354,17 +354,27 @@ func (s *Store) PurgeMonitorLog(ctx context.Context, bdb *bun.DB, now time.Time)
 // deleted. It runs outside a transaction (DETACH … CONCURRENTLY cannot run
 // inside one).
 func purgeDaily(ctx context.Context, bdb *bun.DB, table string, cutoff time.Time) (dropped int, deleted int64, err error) {
-	var parts []string
-	if err := bdb.NewRaw(`SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	var parts []struct {
+		Name    string `bun:"relname"`
+		Pending bool   `bun:"inhdetachpending"`
+	}
+	if err := bdb.NewRaw(`SELECT c.relname, i.inhdetachpending FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = ?::regclass ORDER BY 1`, table).Scan(ctx, &parts); err != nil {
 		return 0, 0, fmt.Errorf("list partitions of %s: %w", table, err)
 	}
-	for _, p := range parts {
+	for _, part := range parts {
+		p := part.Name
 		day, err := time.Parse("20060102", strings.TrimPrefix(p, table+"_"))
 		if err != nil || day.AddDate(0, 0, 1).After(cutoff) {
 			continue // not ours, or not entirely old
 		}
-		if _, err := bdb.ExecContext(ctx, "ALTER TABLE ? DETACH PARTITION ? CONCURRENTLY", bun.Ident(table), bun.Ident(p)); err != nil {
+		// A detach cut short (a timeout, a crash) leaves the partition
+		// pending: only FINALIZE completes it.
+		detach := "ALTER TABLE ? DETACH PARTITION ? CONCURRENTLY"
+		if part.Pending {
+			detach = "ALTER TABLE ? DETACH PARTITION ? FINALIZE"
+		}
+		if _, err := bdb.ExecContext(ctx, detach, bun.Ident(table), bun.Ident(p)); err != nil {
 			return dropped, 0, fmt.Errorf("detach %s: %w", p, err)
 		}
 		if _, err := bdb.ExecContext(ctx, "DROP TABLE ?", bun.Ident(p)); err != nil {

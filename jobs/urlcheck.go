@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -32,9 +34,30 @@ const DefaultCheckConcurrency = 200
 // maxCheckBody is the most of a body a GET check reads (it only needs the status).
 const maxCheckBody = 16 << 10
 
-// errLinkLocal refuses cloud metadata (169.254.0.0/16, fe80::/10) at connect
-// time, whatever name or redirect led there.
+// errLinkLocal refuses cloud metadata (169.254.0.0/16, fe80::/10 and the
+// providers' other metadata addresses) at connect time, whatever name or
+// redirect led there.
 var errLinkLocal = errors.New("destino no permitido: dirección link-local (metadatos de la nube)")
+
+// metadataAddrs are cloud metadata services outside the link-local ranges.
+var metadataAddrs = []netip.Addr{
+	netip.MustParseAddr("fd00:ec2::254"),      // AWS, over IPv6
+	netip.MustParseAddr("100.100.100.200"),    // Alibaba Cloud
+	netip.MustParseAddr("168.63.129.16"),      // Azure WireServer
+	netip.MustParseAddr("64:ff9b::a9fe:a9fe"), // 169.254.169.254 through NAT64
+}
+
+// refusedTarget reports whether a dialled address ("host:port", the IP the
+// name resolved to) is one a check must not reach. What does not parse is
+// refused: Control always gets an IP, so anything else is unexpected.
+func refusedTarget(address string) bool {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return true
+	}
+	ip := ap.Addr().WithZone("").Unmap()
+	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || slices.Contains(metadataAddrs, ip)
+}
 
 // Checker runs URL checks with one shared client: connections are reused
 // across checks, redirects end after 5, link-local targets are refused.
@@ -47,11 +70,7 @@ func NewChecker() *Checker {
 	dialer := &net.Dialer{
 		Timeout: 10 * time.Second,
 		Control: func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			if ip := net.ParseIP(host); ip != nil && (ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast()) {
+			if refusedTarget(address) {
 				return errLinkLocal
 			}
 			return nil
@@ -269,10 +288,11 @@ func RecordCheck(ctx context.Context, bdb *bun.DB, pool *pgxpool.Pool, store *db
 		}
 		return insert(ctx, tx, p)
 	})
-	if db.IsMissingPartition(err) {
+	if db.IsMissingPartition(err) && !r.Retried {
 		// No partition for today (the worker that makes them has not run for
-		// days): make them and record again.
+		// days): make them and record again, once.
 		if err = store.EnsureMetricPartitions(ctx, bdb); err == nil {
+			r.Retried = true
 			return RecordCheck(ctx, bdb, pool, store, id, r, insert)
 		}
 	}

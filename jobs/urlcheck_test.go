@@ -154,3 +154,18 @@ func TestEachActiveMonitorIsCheckedOnceAMinuteWithTwoWorkers(t *testing.T) {
 		LEFT JOIN url_monitor_log l ON l.monitor_id = m.id GROUP BY m.id, m.activo ORDER BY m.activo DESC, m.id`).Scan(ctx, &perMonitor))
 	require.Equal(t, []int{1, 1, 1, 1, 1, 0}, perMonitor, "each active monitor once; the paused one never")
 }
+
+func TestTheCheckerRefusesEveryWayToCloudMetadata(t *testing.T) {
+	t.Parallel()
+	c := jobs.NewChecker()
+	for _, target := range []string{
+		"http://[fe80::1%25eth0]/", // with a zone
+		"http://[::ffff:169.254.169.254]/",
+		"http://[fd00:ec2::254]/",
+		"http://100.100.100.200/",
+	} {
+		r := c.Check(context.Background(), target, 500*time.Millisecond)
+		require.False(t, r.OK, target)
+		require.Contains(t, r.Error, "link-local", target)
+	}
+}

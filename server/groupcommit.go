@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -19,6 +20,7 @@ import (
 type groupCommit[T, R any] struct {
 	in       chan *pendingItem[T, R]
 	stop     chan struct{}
+	writers  sync.WaitGroup
 	maxBatch int
 	// linger is how long a writer under load waits for more items before
 	// writing: a statement costs PostgreSQL about as much for one row as for
@@ -51,14 +53,22 @@ func newGroupCommit[T, R any](what string, writers, maxBatch int, linger time.Du
 	g := &groupCommit[T, R]{in: make(chan *pendingItem[T, R], maxBatch*writers), stop: make(chan struct{}),
 		maxBatch: maxBatch, linger: linger, write: write, log: log, what: what}
 	for range writers {
-		go g.run()
+		g.writers.Add(1)
+		go func() {
+			defer g.writers.Done()
+			g.run()
+		}()
 	}
 	return g
 }
 
 // close stops the writers once nothing more will be submitted (after the
-// HTTP server has finished its requests).
-func (g *groupCommit[T, R]) close() { close(g.stop) }
+// HTTP server has finished its requests) and waits until what was submitted
+// is written: the database connections close after it.
+func (g *groupCommit[T, R]) close() {
+	close(g.stop)
+	g.writers.Wait()
+}
 
 // submit hands item to a writer and waits until it is written (or refused).
 func (g *groupCommit[T, R]) submit(ctx context.Context, item T) (R, error) {

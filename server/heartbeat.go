@@ -155,7 +155,7 @@ func readHeartbeat(c *fiber.Ctx) (db.Heartbeat, fieldErrors, error) {
 			return 0
 		}
 		var v float64
-		if err := json.Unmarshal(raw, &v); err != nil || math.IsNaN(v) || v < lo || v > hi {
+		if err := json.Unmarshal(raw, &v); err != nil || string(bytes.TrimSpace(raw)) == "null" || math.IsNaN(v) || v < lo || v > hi {
 			fe[name] = msg
 		}
 		return v

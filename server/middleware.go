@@ -65,6 +65,17 @@ func requestLogger(c *fiber.Ctx, base *slog.Logger) *slog.Logger {
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'"
 
+// refuseEncodedBodies answers 415 to a request body sent compressed. Fiber
+// unpacks such a body, with no limit, wherever a handler reads it: a few
+// megabytes of gzip could expand to gigabytes in memory, also on the public
+// endpoints. Browsers, gateways and our agent send bodies as they are.
+func refuseEncodedBodies(c *fiber.Ctx) error {
+	if ce := strings.TrimSpace(c.Get(fiber.HeaderContentEncoding)); ce != "" && !strings.EqualFold(ce, "identity") {
+		return fiber.NewError(fiber.StatusUnsupportedMediaType, "Cuerpos comprimidos (Content-Encoding) no admitidos.")
+	}
+	return c.Next()
+}
+
 // secureHeaders sets the headers every response of ours carries. River's UI
 // brings its own scripts and styles, so it is left out of the CSP.
 func secureHeaders(c *fiber.Ctx) error {

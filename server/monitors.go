@@ -33,6 +33,10 @@ type sparkline struct {
 
 const sparkW, sparkH = 96, 24
 
+// maxPage bounds a page number read from the URL: past it (or not a number)
+// the first page is shown, and an OFFSET can never overflow.
+const maxPage = 1_000_000
+
 func newSparkline(values []int64) sparkline {
 	var s sparkline
 	for _, v := range values {
@@ -87,7 +91,7 @@ func (s *Server) monitorsData(c *fiber.Ctx, form monitorForm) (monitorsPage, err
 		data.Estado = e
 	}
 	page, err := strconv.Atoi(c.Query("page", "1"))
-	if err != nil || page < 1 {
+	if err != nil || page < 1 || page > maxPage {
 		page = 1
 	}
 	rows, total, err := s.store.Monitors(ctx, s.db, db.MonitorFilter{Estado: data.Estado}, page)
@@ -208,12 +212,19 @@ func (s *Server) monitorData(c *fiber.Ctx, m *db.Monitor, form monitorForm) (mon
 			Fallos: strconv.Itoa(m.FallosParaCaida), Activo: m.Activo}
 	}
 	page, err := strconv.Atoi(c.Query("page", "1"))
-	if err != nil || page < 1 {
+	if err != nil || page < 1 || page > maxPage {
 		page = 1
 	}
 	logs, total, err := s.store.MonitorLog(c.UserContext(), s.db, m.ID, page)
 	if err != nil {
 		return data, err
+	}
+	if pages := (total + db.PageSize - 1) / db.PageSize; page > pages && pages > 0 {
+		// Past the end (the log is purged as it ages): the last page.
+		page = pages
+		if logs, total, err = s.store.MonitorLog(c.UserContext(), s.db, m.ID, page); err != nil {
+			return data, err
+		}
 	}
 	data.Logs = logs
 	data.Pager = newPager(fmt.Sprintf("/app/url-monitor/%d/logs", m.ID), url.Values{}, page, len(logs), total)

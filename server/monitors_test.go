@@ -44,7 +44,8 @@ func TestAMonitorIsAddedCheckedByHandAndItsLogShown(t *testing.T) {
 	// From its page: the result, and the log with the new row.
 	resp, frag := br.post(fmt.Sprintf("/app/url-monitor/%d/check", id), nil, "HX-Request", "true", "HX-Target", "check-result")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, "true", frag.Find("#check-result [data-ok]").AttrOr("data-ok", ""))
+	require.Equal(t, "true", frag.Find("[data-ok]").First().AttrOr("data-ok", ""))
+	require.Equal(t, "up", frag.Find(`#monitor[hx-swap-oob]`).AttrOr("data-estado", ""), "the state is refreshed with it")
 	require.Equal(t, 2, frag.Find(`#monitor-logs[hx-swap-oob] tbody tr`).Length(), "both checks are in the log")
 
 	resp, doc = br.get(fmt.Sprintf("/app/url-monitor/%d/logs?page=1", id))

@@ -15,7 +15,7 @@ import (
 
 // routes lists every route and its middleware: public, then session, then module.
 func (s *Server) routes(app *fiber.App) {
-	app.Use(s.logRequests, recover.New(), secureHeaders, s.refuseOtherMethods)
+	app.Use(s.logRequests, recover.New(), secureHeaders, s.refuseOtherMethods, refuseEncodedBodies)
 
 	// Public, no cookies: health, files, and what the gateway and payers call.
 	app.Get("/healthz", s.healthz)

@@ -129,6 +129,8 @@ func (s *Server) renderServer(c *fiber.Ctx, status int, srv *db.Server, token st
 		}
 	}
 	if token != "" {
+		// A page that shows a secret is never kept by a cache or the browser's history.
+		c.Set(fiber.HeaderCacheControl, "no-store")
 		data.AgentCommand = "pasarela agent --url " + s.cfg.BaseURL + " --token " + token + " --interval " + strconv.Itoa(srv.IntervaloS) + "s"
 	}
 	return s.render(c, status, "pages/servers/show", "", data)

@@ -113,6 +113,7 @@ func TestAHeartbeatIsStoredAndBadOnesAreRefusedClearly(t *testing.T) {
 		"fractional tcp":     {token, "application/json", strings.Replace(goodBeat, "230", "2.5", 1), 422, "tcp"},
 		"a missing figure":   {token, "application/json", `{"cpu": 1, "ram": 1, "swap": 1, "disk": 1, "tcp": 1}`, 422, "load1"},
 		"a figure as text":   {token, "application/json", strings.Replace(goodBeat, "0.42", `"0.42"`, 1), 422, "load1"},
+		"a figure as null":   {token, "application/json", strings.Replace(goodBeat, "12.5", "null", 1), 422, "cpu"},
 		"not JSON":           {token, "application/json", `cpu=12`, 400, ""},
 		"another media type": {token, "text/plain", goodBeat, 415, ""},
 		"a body over 4 KiB":  {token, "application/json", `{"x":"` + strings.Repeat("a", 5000) + `"}`, 413, ""},
@@ -125,12 +126,21 @@ func TestAHeartbeatIsStoredAndBadOnesAreRefusedClearly(t *testing.T) {
 			require.Contains(t, out.Fields, tc.field, name)
 		}
 	}
+	// A compressed body is refused before anything unpacks it (a gzip bomb).
+	req := httptest.NewRequest(http.MethodPost, "/api/agente/heartbeat", strings.NewReader("\x1f\x8b..."))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Encoding", "gzip")
+	resp, err := b.app.Test(req, -1)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+
 	var n int
 	require.NoError(t, b.env.DB.NewRaw("SELECT count(*) FROM servidor_metricas_history").Scan(context.Background(), &n))
 	require.Equal(t, 1, n, "refused heartbeats store nothing")
 
 	// A rotated token: the old one is refused at once, the new one works.
-	resp, doc := br.post(fmt.Sprintf("/app/servidor/%d/token", id), nil)
+	resp, doc = br.post(fmt.Sprintf("/app/servidor/%d/token", id), nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	fresh := doc.Find("[data-token]").AttrOr("data-token", "")
 	require.NotEqual(t, token, fresh)

@@ -253,17 +253,21 @@
     });
   }
   function load(section, horas) {
+    var seq = section._seq = (section._seq || 0) + 1;
     var status = section.querySelector("#metrics-status");
     status.textContent = "Cargando…";
     section.querySelectorAll("[data-horas]").forEach(function (b) { b.setAttribute("aria-pressed", b.dataset.horas === String(horas) ? "true" : "false"); });
     fetch(section.dataset.metricsUrl + "?horas=" + horas, { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
       .then(function (data) {
+        if (seq !== section._seq) return; // a later range was asked for meanwhile
         section.dataset.horas = String(horas);
         status.textContent = data.puntos.length ? data.puntos.length + " puntos" : "Sin latidos en este rango.";
         draw(section, data, horas);
       })
-      .catch(function (err) { status.textContent = "No se pudieron cargar las métricas (" + err.message + ")."; });
+      .catch(function (err) {
+        if (seq === section._seq) status.textContent = "No se pudieron cargar las métricas (" + err.message + ").";
+      });
   }
   function init() {
     var section = document.getElementById("metrics");
