@@ -129,6 +129,9 @@ func (s *Store) monitors(ctx context.Context, idb bun.IDB, f MonitorFilter, page
 	if err != nil {
 		return nil, 0, fmt.Errorf("list monitors: %w", err)
 	}
+	if id > 0 {
+		return rows, len(rows), nil
+	}
 	total, err := filter(idb.NewSelect().TableExpr("url_monitores")).Count(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("count monitors: %w", err)

@@ -317,14 +317,15 @@ func (s *Server) saveCardConfig(c *fiber.Ctx) error {
 
 // probeCards is "probar conexión": one GET of the first resource, its outcome shown in place.
 func (s *Server) probeCards(c *fiber.Ctx) error {
+	resp, callErr := s.callCards(c, http.MethodGet, "/"+db.CardResources[0], "", nil)
+	// Read after the call: the call list shows it.
 	data, err := s.cardConfigData(c, nil)
 	if err != nil {
 		return err
 	}
 	data.Probe.Done = true
-	resp, err := s.callCards(c, http.MethodGet, "/"+db.CardResources[0], "", nil)
 	var fe *fiber.Error
-	switch {
+	switch err := callErr; {
 	case errors.As(err, &fe):
 		data.Probe.Message = fe.Message
 	case err != nil:
@@ -336,10 +337,6 @@ func (s *Server) probeCards(c *fiber.Ctx) error {
 		data.Probe.Message = fmt.Sprintf("La API respondió %d: revise la clave.", resp.Status)
 	default:
 		data.Probe.Message = fmt.Sprintf("La API respondió %d%s.", resp.Status, upstreamMessage(resp.Body))
-	}
-	// The call just made is first in the list.
-	if data.Calls, err = s.store.CardCalls(c.UserContext(), s.db, 20); err != nil {
-		return err
 	}
 	return s.render(c, fiber.StatusOK, "pages/cards/config", "partials/cards/probe", data)
 }

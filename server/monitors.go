@@ -231,6 +231,8 @@ func (s *Server) monitorData(c *fiber.Ctx, m *db.Monitor, form monitorForm) (mon
 	return data, nil
 }
 
+// showMonitor is the monitor's page; GET /app/url-monitor/:id/logs?page=N is
+// the same page, whose htmx fragment is the log alone.
 func (s *Server) showMonitor(c *fiber.Ctx) error {
 	m, err := s.monitorParam(c)
 	if err != nil {
@@ -240,20 +242,11 @@ func (s *Server) showMonitor(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, fiber.StatusOK, "pages/monitors/show", "", data)
-}
-
-// showMonitorLogs is GET /app/url-monitor/:id/logs?page=N: the checks, newest first.
-func (s *Server) showMonitorLogs(c *fiber.Ctx) error {
-	m, err := s.monitorParam(c)
-	if err != nil {
-		return err
+	fragment := ""
+	if strings.HasSuffix(c.Path(), "/logs") {
+		fragment = "partials/monitors/logs"
 	}
-	data, err := s.monitorData(c, m, monitorForm{})
-	if err != nil {
-		return err
-	}
-	return s.render(c, fiber.StatusOK, "pages/monitors/show", "partials/monitors/logs", data)
+	return s.render(c, fiber.StatusOK, "pages/monitors/show", fragment, data)
 }
 
 func (s *Server) updateMonitor(c *fiber.Ctx) error {
@@ -311,7 +304,7 @@ func (s *Server) checkMonitorNow(c *fiber.Ctx) error {
 		// From the list: its row, with the result under the name.
 		c.Vary("HX-Request")
 		return c.Render("partials/monitors/row", fiber.Map{"R": monitorRow{Monitor: *m, Spark: newSparkline(m.Latencias)},
-			"TZ": s.page(c, "").TZ, "Result": &r})
+			"TZ": currentUser(c).TimeZone, "Result": &r})
 	}
 	data, err := s.monitorData(c, m, monitorForm{})
 	if err != nil {

@@ -101,7 +101,7 @@ func (s *Server) routes(app *fiber.App) {
 	appGroup.Delete("/url-monitor/:id", servers, s.deleteMonitor)
 	appGroup.Post("/url-monitor/:id/eliminar", servers, s.deleteMonitor) // the delete form without script
 	appGroup.Post("/url-monitor/:id/check", servers, s.checkMonitorNow)
-	appGroup.Get("/url-monitor/:id/logs", servers, s.showMonitorLogs)
+	appGroup.Get("/url-monitor/:id/logs", servers, s.showMonitor)
 
 	cards := requireModule(db.ModuleCards)
 	appGroup.Get("/tarjetas/config", cards, s.showCardConfig)
