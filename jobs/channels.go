@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
+	"net/smtp"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api"
-	"github.com/nikoksr/notify/service/mail"
+	"github.com/jordan-wright/email"
+	"github.com/nikoksr/notify"
 	"github.com/nikoksr/notify/service/telegram"
 
 	"pasarela/config"
@@ -46,9 +49,10 @@ func NewChannels(cfg config.Config) (*Channels, error) {
 	return ch, nil
 }
 
-// Mail sends a plain-text message to the addresses (jordan-wright/email,
-// under notify, adds the Message-ID).
-func (ch *Channels) Mail(ctx context.Context, to []string, subject, body string) error {
+// Mail sends a message to the addresses, as plain text and as HTML, through
+// notify. The HTML part says the same as the text, escaped, with the link as
+// a link.
+func (ch *Channels) Mail(ctx context.Context, to []string, subject, text, link string) error {
 	if ch.smtp == nil {
 		return errNotConfigured
 	}
@@ -56,15 +60,56 @@ func (ch *Channels) Mail(ctx context.Context, to []string, subject, body string)
 	if from == "" {
 		from = "pasarela@" + ch.smtp.Hostname()
 	}
-	m := mail.New(from, ch.smtp.Host)
+	var html strings.Builder
+	if err := mailHTML.Execute(&html, map[string]string{"Title": subject, "Text": text, "Link": link}); err != nil {
+		return fmt.Errorf("render the e-mail: %w", err)
+	}
+	m := mailService{addr: ch.smtp.Host, from: from, to: to, html: html.String()}
 	if user := ch.smtp.User.Username(); user != "" {
 		pass, _ := ch.smtp.User.Password()
-		m.AuthenticateSMTP("", user, pass, ch.smtp.Hostname())
+		m.auth = smtp.PlainAuth("", user, pass, ch.smtp.Hostname())
 	}
-	m.BodyFormat(mail.PlainText)
-	m.AddReceivers(to...)
-	return m.Send(ctx, subject, body)
+	body := text
+	if link != "" {
+		body += "\n\n" + link + "\n"
+	}
+	n := notify.New()
+	n.UseServices(m)
+	return n.Send(ctx, subject, body)
 }
+
+// mailService is a notify service for e-mail with both a plain-text and an
+// HTML part: notify's own mail service sends one or the other. It sits on the
+// same library (jordan-wright/email), which adds Message-Id and Date, and
+// speaks STARTTLS when the server offers it.
+type mailService struct {
+	addr, from string
+	to         []string
+	auth       smtp.Auth
+	html       string
+}
+
+func (m mailService) Send(ctx context.Context, subject, text string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e := email.NewEmail()
+	e.From, e.To, e.Subject = m.from, m.to, subject
+	e.Text, e.HTML = []byte(text), []byte(m.html)
+	if err := e.Send(m.addr, m.auth); err != nil {
+		return fmt.Errorf("send e-mail: %w", err)
+	}
+	return nil
+}
+
+var mailHTML = template.Must(template.New("mail").Parse(`<!DOCTYPE html>
+<html lang="es"><head><meta charset="utf-8"><title>{{.Title}}</title></head>
+<body style="font-family: system-ui, sans-serif; color: #111827; line-height: 1.5">
+<p style="white-space: pre-line">{{.Text}}</p>
+{{if .Link}}<p><a href="{{.Link}}" style="color: #3730a3">Abrir en Pasarela</a></p>{{end}}
+<p style="color: #6b7280; font-size: 0.875em">Pasarela · aviso automático</p>
+</body></html>
+`))
 
 // Chat sends a message to the configured Telegram chat.
 func (ch *Channels) Chat(ctx context.Context, subject, body string) error {

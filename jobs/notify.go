@@ -126,7 +126,7 @@ func (w *NotifyWorker) Work(ctx context.Context, job *river.Job[NotifyArgs]) err
 	case ChannelEmail:
 		var to []string
 		if to, err = w.store.UserEmails(ctx, w.db, e.UserIDs); err == nil && len(to) > 0 {
-			err = w.channels.Mail(ctx, to, "Pasarela: "+e.Titulo, e.Texto+"\n\n"+link+"\n")
+			err = w.channels.Mail(ctx, to, "Pasarela: "+e.Titulo, e.Texto, link)
 		}
 	case ChannelChat:
 		err = w.channels.Chat(ctx, e.Titulo, e.Texto+"\n"+link)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net"
+	"net/mail"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -61,6 +64,27 @@ func (m *mailbox) all() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.msgs...)
+}
+
+// mailParts is the decoded body of each part of a multipart message, by type.
+func mailParts(t *testing.T, msg *mail.Message) map[string]string {
+	t.Helper()
+	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	require.NoError(t, err)
+	require.Equal(t, "multipart/alternative", mediaType, "text and HTML, for the reader to choose")
+	parts := map[string]string{}
+	r := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		p, err := r.NextPart() // decodes quoted-printable
+		if errors.Is(err, io.EOF) {
+			return parts
+		}
+		require.NoError(t, err)
+		b, err := io.ReadAll(p)
+		require.NoError(t, err)
+		typ, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type"))
+		parts[typ] = string(b)
+	}
 }
 
 func startSMTP(t *testing.T) (*mailbox, string) {
@@ -156,19 +180,25 @@ func TestAnEventReachesEveryChannelSwitchedOnOnce(t *testing.T) {
 	// The chat server fails twice before it takes the message.
 	n := setupNotify(t, 2)
 	ctx := context.Background()
-	n.emit(t, jobs.Event{Evento: "servidor_caido", Titulo: "El servidor pagos-01 no responde",
-		Texto: "Sin latido desde hace 90 s.", Enlace: "/app/servidor/1", UserIDs: []int64{n.admin.ID}}, true)
+	n.emit(t, jobs.Event{Evento: "servidor_caido", Titulo: "El servidor pagos-01 <no> responde",
+		Texto: "Sin latido desde hace 90 s & más.", Enlace: "/app/servidor/1", UserIDs: []int64{n.admin.ID}}, true)
 
 	require.Eventually(t, func() bool {
 		unread, err := n.store.UnreadCount(ctx, n.env.DB, n.admin.ID)
 		return err == nil && unread == 1 && len(n.box.all()) == 1 && n.chat.delivered.Load() == 1
 	}, 30*time.Second, 50*time.Millisecond, "e-mail, chat and inbox each get the event")
-	mail := n.box.all()[0]
-	require.Contains(t, mail, "To: admin@example.com")
-	require.Contains(t, mail, "Subject: Pasarela: El servidor pagos-01 no responde")
-	require.Contains(t, mail, "https://consola.example.cl/app/servidor/1", "the link is whole")
-	require.Contains(t, strings.ToLower(mail), "message-id:")
-	require.Contains(t, n.chat.lastText.Load(), "El servidor pagos-01 no responde")
+	raw := n.box.all()[0]
+	require.Contains(t, raw, "To: admin@example.com")
+	msg, err := mail.ReadMessage(strings.NewReader(strings.SplitN(raw, "\n", 2)[1]))
+	require.NoError(t, err)
+	require.Equal(t, "Pasarela: El servidor pagos-01 <no> responde", msg.Header.Get("Subject"))
+	require.NotEmpty(t, msg.Header.Get("Message-Id"))
+	parts := mailParts(t, msg)
+	require.Contains(t, parts["text/plain"], "Sin latido desde hace 90 s & más.\r\n\r\nhttps://consola.example.cl/app/servidor/1", "the link is whole")
+	require.Contains(t, parts["text/html"], "Sin latido desde hace 90 s &amp; más.", "the HTML part is escaped")
+	require.Contains(t, parts["text/html"], `<a href="https://consola.example.cl/app/servidor/1"`)
+	require.NotContains(t, parts["text/html"], "<no>")
+	require.Contains(t, n.chat.lastText.Load(), "El servidor pagos-01 <no> responde")
 	require.Equal(t, int32(3), n.chat.attempts.Load(), "two failures, then one delivery")
 
 	time.Sleep(time.Second)

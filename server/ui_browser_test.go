@@ -300,6 +300,53 @@ func TestBrowserARefusedMoveSnapsBackWithTheReason(t *testing.T) {
 		"the card is where the other person put it, not where it was dropped")
 }
 
+func TestBrowserUploadAnAttachmentWithProgressAndSeeTheLimitRefused(t *testing.T) {
+	dir := t.TempDir()
+	b := setup(t, func(c *configT) { c.UploadDir, c.UploadMaxBytes = filepath.Join(dir, "uploads"), 2<<20 })
+	base := serve(t, b)
+	ctx := chromium(t)
+	type css = chromedp.CSS
+	login(t, ctx, base)
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	id := createTask(t, br, "Tarea con un adjunto")
+	small, big := filepath.Join(dir, "cartola noviembre.csv"), filepath.Join(dir, "respaldo.zip")
+	require.NoError(t, os.WriteFile(small, []byte(strings.Repeat("fecha;monto\n2026-11-01;12345\n", 50_000)), 0o600)) // 1.4 MB
+	require.NoError(t, os.WriteFile(big, make([]byte, 5<<19), 0o600)) // 2.5 MiB: over the limit, under the HTTP server's own cap
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(fmt.Sprintf("%s/tarea/%d", base, id)),
+		chromedp.WaitVisible(css("#archivo")),
+		chromedp.SetUploadFiles(css("#archivo"), []string{small}),
+		chromedp.Click(css(`#adjuntos button[type="submit"]:not(.link)`)),
+		chromedp.WaitVisible(css(`#adjuntos [data-file-id] a[download]`))))
+	name, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#adjuntos [data-file-id] a").textContent`))
+	require.NoError(t, err)
+	require.Equal(t, "cartola noviembre.csv", name)
+
+	// The progress bar followed the upload: keep the last value it showed
+	// before the answer replaced the form.
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`window.lastProgress = 0; document.body.addEventListener("htmx:xhr:progress",
+		() => { const p = document.querySelector("progress.upload-progress"); if (p) window.lastProgress = p.value; }); true`))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.SetUploadFiles(css("#archivo"), []string{small}),
+		chromedp.Click(css(`#adjuntos button[type="submit"]:not(.link)`)),
+		chromedp.WaitVisible(css(`#adjuntos [data-file-id] + [data-file-id]`))))
+	progress, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.lastProgress`))
+	require.NoError(t, err)
+	require.Equal(t, 100.0, progress, "the bar reached the end")
+
+	require.NoError(t, chromedp.Do(ctx, chromedp.SetUploadFiles(css("#archivo"), []string{big}),
+		chromedp.Click(css(`#adjuntos button[type="submit"]:not(.link)`)),
+		chromedp.WaitVisible(css(`#alerts [role="alert"]`))))
+	alert, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#alerts").textContent`))
+	require.NoError(t, err)
+	require.Contains(t, alert, "El archivo supera el máximo")
+	files, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#adjuntos [data-file-id]").length`))
+	require.NoError(t, err)
+	require.Equal(t, 2, files, "the refused file is not listed")
+}
+
 func TestBrowserASecondAdminSeesMovesAndNotificationsWithoutReloading(t *testing.T) {
 	b := setup(t)
 	base := serve(t, b)
