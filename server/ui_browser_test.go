@@ -312,7 +312,7 @@ func TestBrowserUploadAnAttachmentWithProgressAndSeeTheLimitRefused(t *testing.T
 	br.get("/app/tareas")
 	id := createTask(t, br, "Tarea con un adjunto")
 	small, big := filepath.Join(dir, "cartola noviembre.csv"), filepath.Join(dir, "respaldo.zip")
-	// 1.4 MB, and 2.5 MiB: over the limit, under the HTTP server\'s own cap (limit + 1 MiB).
+	// 1.4 MB, and 2.5 MiB: over the limit, under the HTTP server's own cap (limit + 1 MiB).
 	require.NoError(t, os.WriteFile(small, []byte(strings.Repeat("fecha;monto\n2026-11-01;12345\n", 50_000)), 0o600))
 	require.NoError(t, os.WriteFile(big, make([]byte, 5<<19), 0o600))
 
