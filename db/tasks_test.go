@@ -31,7 +31,7 @@ func newBoard(t *testing.T) *board {
 func (b *board) create(title string) *db.Task {
 	b.t.Helper()
 	task := &db.Task{Titulo: title, Prioridad: "media"}
-	require.NoError(b.t, b.env.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+	require.NoError(b.t, db.RunMove(context.Background(), b.env.DB, func(ctx context.Context, tx bun.Tx) error {
 		return b.s.CreateTask(ctx, tx, task, b.admin)
 	}))
 	return task
@@ -39,7 +39,7 @@ func (b *board) create(title string) *db.Task {
 
 func (b *board) move(id int64, estado string, after int64, version int) (*db.Task, error) {
 	var moved *db.Task
-	err := b.env.DB.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+	err := db.RunMove(context.Background(), b.env.DB, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		moved, err = b.s.MoveTask(ctx, tx, id, estado, after, version, b.admin)
 		return err
@@ -154,4 +154,87 @@ func TestFiftyConcurrentMovesLeaveOneConsistentOrder(t *testing.T) {
 	require.NoError(t, b.env.DB.NewRaw(`SELECT count(*) FROM (SELECT estado, posicion FROM tareas GROUP BY 1, 2 HAVING count(*) > 1) d`).
 		Scan(context.Background(), &dupPositions))
 	require.Zero(t, dupPositions, "no two cards share a place")
+}
+
+// concurrently runs every move at once and fails on any error.
+func (b *board) concurrently(ids []int64, estado string, after func(i int) int64) {
+	b.t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = b.move(id, estado, after(i), 0)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(b.t, err, "move %d", i)
+	}
+}
+
+// requireDistinctPlaces checks that no two cards of a column share a place.
+func (b *board) requireDistinctPlaces() {
+	b.t.Helper()
+	var dup int
+	require.NoError(b.t, b.env.DB.NewRaw(`SELECT count(*) FROM (SELECT estado, posicion FROM tareas GROUP BY 1, 2 HAVING count(*) > 1) d`).
+		Scan(context.Background(), &dup))
+	require.Zero(b.t, dup, "no two cards share a place")
+}
+
+func TestFiftyConcurrentMovesToTheTopOfOneColumnAllLand(t *testing.T) {
+	t.Parallel()
+	b := newBoard(t)
+	var ids []int64
+	for i := 0; i < 50; i++ {
+		ids = append(ids, b.create(fmt.Sprintf("t%02d", i)).ID)
+	}
+	// Every mover reads a top card that others are replacing at that moment.
+	b.concurrently(ids, db.TaskReview, func(int) int64 { return 0 })
+	require.Len(t, b.column(db.TaskReview), 50, "no card lost")
+	b.requireDistinctPlaces()
+}
+
+func TestConcurrentMovesIntoAGapWithNoRoomRenumberTheColumnAndKeepItsOrder(t *testing.T) {
+	t.Parallel()
+	b := newBoard(t)
+	var ids []int64
+	for i := 0; i < 30; i++ {
+		ids = append(ids, b.create(fmt.Sprintf("t%02d", i)).ID)
+	}
+	ctx := context.Background()
+	// Ten cards in en_progreso on consecutive places (c0 at 0 … c9 at 9): no room anywhere.
+	col := ids[:10]
+	for i, id := range col {
+		_, err := b.env.DB.ExecContext(ctx, "UPDATE tareas SET estado = ?, posicion = ?, titulo = ? WHERE id = ?",
+			db.TaskDoing, i, fmt.Sprintf("c%d", i), id)
+		require.NoError(t, err)
+	}
+	b.concurrently(ids[10:], db.TaskDoing, func(i int) int64 { return col[4] })
+
+	got := b.column(db.TaskDoing)
+	require.Len(t, got, 30)
+	require.Equal(t, []string{"c0", "c1", "c2", "c3", "c4"}, got[:5], "the cards above stay above")
+	require.Equal(t, []string{"c5", "c6", "c7", "c8", "c9"}, got[25:], "the cards below stay below")
+	b.requireDistinctPlaces()
+}
+
+func TestAMoveWhosePlaceWasTakenIsRunAgain(t *testing.T) {
+	t.Parallel()
+	b := newBoard(t)
+	a, c := b.create("a"), b.create("c")
+	runs := 0
+	err := db.RunMove(context.Background(), b.env.DB, func(ctx context.Context, tx bun.Tx) error {
+		runs++
+		place := a.Posicion // taken: the commit refuses it
+		if runs > 1 {
+			place = a.Posicion + 1
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE tareas SET posicion = ? WHERE id = ?", place, c.ID)
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, runs, "refused once at commit, then run again")
+	require.Equal(t, []string{"a", "c"}, b.column(db.TaskTodo))
 }

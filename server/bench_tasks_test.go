@@ -112,7 +112,7 @@ func BenchmarkTaskMoves(b *testing.B) {
 	b.ResetTimer()
 	baseline, _ := latencies(b, movers, moves, func(i int) error {
 		_, err := bb.env.Pool.Exec(ctx, "UPDATE tareas SET estado = $1, posicion = $2, version = version + 1, updated_at = now() WHERE id = $3",
-			states[i%4], int64(i)*1024, ids[i%len(ids)])
+			states[i%4], -int64(i+1)*1024, ids[i%len(ids)]) // places no card has
 		return err
 	})
 	// Versions as the movers know them; mover w owns the tasks i ≡ w (mod 16).

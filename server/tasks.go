@@ -206,24 +206,19 @@ func (s *Server) moveTask(c *fiber.Ctx) error {
 	var moved *db.Task
 	if problem == "" {
 		u := currentUser(c)
-		move := func() error {
-			return s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) (err error) {
-				moved, err = s.store.MoveTask(ctx, tx, id, estado, after, version, u.ID)
-				if err != nil {
-					return err
-				}
-				to := jobs.Recipients(u.ID, moved.AsignadoID, moved.CreadoPor)
-				if moved.Estado == moved.MovedFrom || len(to) == 0 {
-					return nil // no change of state, or nobody else to tell
-				}
-				return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_estado",
-					Titulo: fmt.Sprintf("«%s» pasó a %s", moved.Titulo, badgeFor(moved.Estado).Label),
-					Texto:  "Movida por " + u.Email + ".", Enlace: fmt.Sprintf("/tarea/%d", moved.ID), UserIDs: to})
-			})
-		}
-		if err = move(); db.IsDeadlock(err) {
-			err = move() // rolled back whole: once more is safe
-		}
+		err = db.RunMove(c.UserContext(), s.db, func(ctx context.Context, tx bun.Tx) (err error) {
+			moved, err = s.store.MoveTask(ctx, tx, id, estado, after, version, u.ID)
+			if err != nil {
+				return err
+			}
+			to := jobs.Recipients(u.ID, moved.AsignadoID, moved.CreadoPor)
+			if moved.Estado == moved.MovedFrom || len(to) == 0 {
+				return nil // no change of state, or nobody else to tell
+			}
+			return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_estado",
+				Titulo: fmt.Sprintf("«%s» pasó a %s", moved.Titulo, badgeFor(moved.Estado).Label),
+				Texto:  "Movida por " + u.Email + ".", Enlace: fmt.Sprintf("/tarea/%d", moved.ID), UserIDs: to})
+		})
 		switch {
 		case errors.Is(err, db.ErrNotFound):
 			return fiber.NewError(fiber.StatusNotFound, "No existe esa tarea.")
@@ -295,7 +290,7 @@ func (s *Server) createTask(c *fiber.Ctx) error {
 	form := readTaskForm(c, t)
 	u := currentUser(c)
 	if len(form.Problems) == 0 {
-		err := s.db.RunInTx(c.UserContext(), nil, func(ctx context.Context, tx bun.Tx) error {
+		err := db.RunMove(c.UserContext(), s.db, func(ctx context.Context, tx bun.Tx) error {
 			if err := s.store.CreateTask(ctx, tx, t, u.ID); err != nil {
 				return err
 			}
