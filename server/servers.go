@@ -90,7 +90,7 @@ func newAgentToken() (token string, hash []byte, prefix string, err error) {
 	return token, hashToken(token), token[:len(agentTokenPrefix)+6], nil
 }
 
-// createServer is POST /app/servidores: the new server's page, with its token this once.
+// createServer is POST /app/servidores: to the new server's page, which shows its token this once.
 func (s *Server) createServer(c *fiber.Ctx) error {
 	form, srv := readServerForm(c)
 	if len(form.Problems) > 0 {
@@ -104,7 +104,18 @@ func (s *Server) createServer(c *fiber.Ctx) error {
 	if err := s.store.CreateServer(c.UserContext(), s.db, srv); err != nil {
 		return err
 	}
-	return s.renderServer(c, fiber.StatusCreated, srv, token, serverForm{})
+	return s.showNewToken(c, fiber.StatusCreated, srv, token)
+}
+
+// showNewToken answers a POST that made an agent token: htmx gets the page
+// with it; a plain form 303 to the server's page, which shows it once.
+func (s *Server) showNewToken(c *fiber.Ctx, status int, srv *db.Server, token string) error {
+	if isHTMX(c) {
+		return s.renderServer(c, status, srv, token, serverForm{})
+	}
+	page := "/app/servidor/" + strconv.FormatInt(srv.ID, 10)
+	s.revealOnce(c, page, token)
+	return c.Redirect(page, fiber.StatusSeeOther)
 }
 
 func (s *Server) serverParam(c *fiber.Ctx) (*db.Server, error) {
@@ -141,7 +152,7 @@ func (s *Server) showServer(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.renderServer(c, fiber.StatusOK, srv, "", serverForm{})
+	return s.renderServer(c, fiber.StatusOK, srv, s.takeReveal(c, "/app/servidor/"+strconv.FormatInt(srv.ID, 10)), serverForm{})
 }
 
 // updateServer is POST /app/servidor/:id: name, host, interval, disk threshold.
@@ -176,7 +187,7 @@ func (s *Server) rotateServerToken(c *fiber.Ctx) error {
 		return err
 	}
 	srv.TokenPrefix = prefix
-	return s.renderServer(c, fiber.StatusOK, srv, token, serverForm{})
+	return s.showNewToken(c, fiber.StatusOK, srv, token)
 }
 
 func (s *Server) deleteServer(c *fiber.Ctx) error {

@@ -23,16 +23,27 @@ func addServer(t *testing.T, br *browser, name string, extra ...string) (int64, 
 	for i := 0; i+1 < len(extra); i += 2 {
 		form.Set(extra[i], extra[i+1])
 	}
-	resp, doc := br.post("/app/servidores", form)
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	resp, _ := br.post("/app/servidores", form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	var id int64
+	_, err := fmt.Sscanf(resp.Header.Get("Location"), "/app/servidor/%d", &id)
+	require.NoError(t, err, resp.Header.Get("Location"))
+	return id, revealedToken(t, br, id)
+}
+
+// revealedToken reads the agent token the server's page shows once after a
+// creation or a rotation, and checks that a reload shows it no more.
+func revealedToken(t *testing.T, br *browser, id int64) string {
+	t.Helper()
+	page := fmt.Sprintf("/app/servidor/%d", id)
+	resp, doc := br.get(page)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), "a page with a secret is not cached")
 	token := doc.Find("[data-token]").AttrOr("data-token", "")
 	require.True(t, strings.HasPrefix(token, "pag_"), "the token is shown once: %q", token)
-	id, ok := doc.Find("#server").Attr("data-id")
-	require.True(t, ok)
-	var n int64
-	_, err := fmt.Sscan(id, &n)
-	require.NoError(t, err)
-	return n, token
+	_, doc = br.get(page)
+	require.Zero(t, doc.Find("[data-token]").Length(), "and only once")
+	return token
 }
 
 func heartbeat(t *testing.T, b *bundle, token, contentType, body string) (int, string) {
@@ -140,9 +151,9 @@ func TestAHeartbeatIsStoredAndBadOnesAreRefusedClearly(t *testing.T) {
 	require.Equal(t, 1, n, "refused heartbeats store nothing")
 
 	// A rotated token: the old one is refused at once, the new one works.
-	resp, doc = br.post(fmt.Sprintf("/app/servidor/%d/token", id), nil)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	fresh := doc.Find("[data-token]").AttrOr("data-token", "")
+	resp, _ = br.post(fmt.Sprintf("/app/servidor/%d/token", id), nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	fresh := revealedToken(t, br, id)
 	require.NotEqual(t, token, fresh)
 	status, _ = heartbeat(t, b, token, "application/json", goodBeat)
 	require.Equal(t, http.StatusUnauthorized, status, "the replaced token")

@@ -16,8 +16,8 @@ import (
 // tokenPrefix marks Pasarela's API tokens, so a leaked one is recognisable.
 const tokenPrefix = "psk_"
 
-// revealCookie carries a just-created token, sealed, from the POST to the page
-// it redirects to, which shows it once and clears it.
+// revealCookie carries a just-created secret to the page that shows it once
+// (revealOnce).
 const revealCookie = "pasarela_reveal"
 
 type tokensPage struct {
@@ -72,15 +72,40 @@ func (s *Server) createToken(c *fiber.Ctx) error {
 		data.NewToken, data.NewID = secret, t.ID
 		return s.render(c, fiber.StatusCreated, "pages/tokens/index", "partials/tokens/list", data)
 	}
-	c.Cookie(&fiber.Cookie{
-		Name: revealCookie, Value: base64.RawURLEncoding.EncodeToString(s.box.Seal(secret, revealLabel(t.ID))),
-		Path: "/app/api-tokens", HTTPOnly: true, Secure: s.cfg.SecureCookies(),
-		SameSite: fiber.CookieSameSiteStrictMode, Expires: time.Now().Add(time.Minute),
-	})
-	return c.Redirect("/app/api-tokens/"+strconv.FormatInt(t.ID, 10), fiber.StatusSeeOther)
+	page := "/app/api-tokens/" + strconv.FormatInt(t.ID, 10)
+	s.revealOnce(c, page, secret)
+	return c.Redirect(page, fiber.StatusSeeOther)
 }
 
-func revealLabel(id int64) string { return "reveal/api-token/" + strconv.FormatInt(id, 10) }
+// revealOnce hands a just-made secret from a POST to the page it redirects
+// to (POST, redirect, GET: reloading that page creates nothing again), in a
+// cookie sealed for that page only, which takeReveal opens once and clears.
+func (s *Server) revealOnce(c *fiber.Ctx, page, secret string) {
+	c.Cookie(&fiber.Cookie{
+		Name: revealCookie, Value: base64.RawURLEncoding.EncodeToString(s.box.Seal(secret, "reveal"+page)),
+		Path: page, HTTPOnly: true, Secure: s.cfg.SecureCookies(),
+		SameSite: fiber.CookieSameSiteStrictMode, Expires: time.Now().Add(time.Minute),
+	})
+}
+
+// takeReveal returns the secret revealOnce left for this page ("" when none),
+// and clears it.
+func (s *Server) takeReveal(c *fiber.Ctx, page string) string {
+	v := c.Cookies(revealCookie)
+	if v == "" {
+		return ""
+	}
+	c.Cookie(&fiber.Cookie{Name: revealCookie, Value: "", Path: page, Expires: time.Unix(0, 0), HTTPOnly: true})
+	sealed, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return ""
+	}
+	secret, err := s.box.Open(sealed, "reveal"+page)
+	if err != nil {
+		return ""
+	}
+	return secret
+}
 
 // showToken is a new token's page: the list, with the token shown this once.
 func (s *Server) showToken(c *fiber.Ctx) error {
@@ -99,13 +124,8 @@ func (s *Server) showToken(c *fiber.Ctx) error {
 	if !found {
 		return fiber.NewError(fiber.StatusNotFound, "No existe ese token.")
 	}
-	if v := c.Cookies(revealCookie); v != "" {
-		c.Cookie(&fiber.Cookie{Name: revealCookie, Value: "", Path: "/app/api-tokens", Expires: time.Unix(0, 0), HTTPOnly: true})
-		if sealed, err := base64.RawURLEncoding.DecodeString(v); err == nil {
-			if secret, err := s.box.Open(sealed, revealLabel(id)); err == nil {
-				data.NewToken, data.NewID = secret, id
-			}
-		}
+	if secret := s.takeReveal(c, "/app/api-tokens/"+strconv.FormatInt(id, 10)); secret != "" {
+		data.NewToken, data.NewID = secret, id
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return s.render(c, fiber.StatusOK, "pages/tokens/index", "partials/tokens/list", data)
