@@ -117,10 +117,15 @@ func (ch *Channels) Chat(ctx context.Context, subject, body string) error {
 		return errNotConfigured
 	}
 	t, err := ch.telegramClient()
-	if err != nil {
-		return err
+	if err == nil {
+		err = t.Send(ctx, subject, body)
 	}
-	return t.Send(ctx, subject, body)
+	if err != nil {
+		// The Bot API's URLs carry the token (/bot<token>/sendMessage), and
+		// this error is kept in River's job rows and in the logs.
+		return errors.New(strings.ReplaceAll(err.Error(), ch.telegramToken, "<token>"))
+	}
+	return nil
 }
 
 // telegramClient builds notify's Telegram service once. The Bot API client it

@@ -31,8 +31,9 @@ type Event struct {
 	Enlace  string  `json:"enlace"` // a path of the console, e.g. /tarea/12
 	UserIDs []int64 `json:"user_ids"`
 	// Key, when set, makes the event's deliveries unique: a second emission
-	// with the same key (a retry, a second worker) delivers nothing more.
-	Key string `json:"key,omitempty"`
+	// with the same key (a retry, a second worker) delivers nothing more,
+	// whatever else changed meanwhile (a title, a state, the recipients).
+	Key string `json:"key,omitempty" river:"unique"`
 }
 
 // Recipients are the distinct users among ids, without actor (the one who
@@ -50,7 +51,7 @@ func Recipients(actor int64, ids ...*int64) []int64 {
 // NotifyArgs delivers one event on one channel.
 type NotifyArgs struct {
 	Event
-	Canal string `json:"canal"`
+	Canal string `json:"canal" river:"unique"` // with Key: once per channel
 }
 
 // Kind is the job's name in River's tables.

@@ -262,6 +262,10 @@ func TestAnOverdueTaskIsAnnouncedOnceADayHoweverOftenTheJobRuns(t *testing.T) {
 		}))
 	}
 	for i := 0; i < 2; i++ { // the daily job, run twice (a retry, a second leader)
+		if i == 1 { // and the task renamed and moved in between: its message differs, not its key
+			_, err := n.env.DB.ExecContext(ctx, "UPDATE tareas SET titulo = 'Vencida, renombrada', estado = 'revisión' WHERE titulo = 'Vencida'")
+			require.NoError(t, err)
+		}
 		require.NoError(t, n.env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			_, err := n.queue.InsertTx(ctx, tx, jobs.OverdueTasksArgs{}, nil)
 			return err
@@ -280,4 +284,19 @@ func TestAnOverdueTaskIsAnnouncedOnceADayHoweverOftenTheJobRuns(t *testing.T) {
 	unread, err := n.store.UnreadCount(ctx, n.env.DB, n.admin.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, unread)
+}
+
+func TestAChatErrorNeverCarriesTheBotToken(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	const token = "987654:SECRET-bot-token"
+	channels, err := jobs.NewChannels(config.Config{TelegramToken: token, TelegramChatID: "-100123", TelegramAPIURL: down})
+	require.NoError(t, err)
+	err = channels.Chat(context.Background(), "Aviso", "texto")
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "SECRET", "the error is stored in River's job row and logged")
+	require.Contains(t, err.Error(), "<token>")
 }
