@@ -287,10 +287,15 @@ func renumberColumn(ctx context.Context, bdb *bun.DB, estado string) error {
 	})
 }
 
-// UpdateTask saves the editable fields of t if version is still current.
+// UpdateTask saves the editable fields of t if version is still current (0:
+// whatever the version).
 func (s *Store) UpdateTask(ctx context.Context, tx bun.Tx, t *Task, version int, by int64) error {
-	res, err := tx.NewUpdate().Model(t).Column("titulo", "descripcion", "prioridad", "asignado_id", "fecha_limite").
-		Set("version = version + 1, updated_at = now()").WherePK().Where("version = ?", version).Exec(ctx)
+	q := tx.NewUpdate().Model(t).Column("titulo", "descripcion", "prioridad", "asignado_id", "fecha_limite").
+		Set("version = version + 1, updated_at = now()").WherePK()
+	if version != 0 {
+		q = q.Where("version = ?", version)
+	}
+	res, err := q.Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("update task %d: %w", t.ID, err)
 	}
@@ -311,6 +316,17 @@ func (s *Store) DeleteTask(ctx context.Context, idb bun.IDB, id int64) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("task %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// RecordAssignment adds "asignada" to a task's history, naming the assignee
+// (to; nil: nobody).
+func (s *Store) RecordAssignment(ctx context.Context, idb bun.IDB, taskID, by int64, to *int64) error {
+	_, err := idb.NewRaw(`INSERT INTO tarea_actividad (tarea_id, user_id, accion, detalle)
+		SELECT ?, ?, 'asignada', COALESCE((SELECT email FROM users WHERE id = ?), 'sin asignar')`, taskID, by, to).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("record the assignment of task %d: %w", taskID, err)
 	}
 	return nil
 }

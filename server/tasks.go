@@ -291,10 +291,10 @@ func (s *Server) createTask(c *fiber.Ctx) error {
 	u := currentUser(c)
 	if len(form.Problems) == 0 {
 		err := db.RunMove(c.UserContext(), s.db, func(ctx context.Context, tx bun.Tx) error {
-			if err := s.store.CreateTask(ctx, tx, t, u.ID); err != nil {
+			if err := s.store.CreateTask(ctx, tx, t, u.ID); err != nil || t.AsignadoID == nil {
 				return err
 			}
-			return s.emitAssigned(ctx, tx, t, u)
+			return s.assigned(ctx, tx, t, u)
 		})
 		if isForeignKey(err) {
 			form.Problems["asignado_id"] = "Esa persona no existe."
@@ -316,13 +316,22 @@ func (s *Server) createTask(c *fiber.Ctx) error {
 	return s.render(c, status, "pages/tasks/board", "partials/tasks/board", data)
 }
 
-func (s *Server) emitAssigned(ctx context.Context, tx bun.Tx, t *db.Task, by *db.User) error {
+// assigned records who the task is now assigned to (nobody, when nil) in its
+// history, and tells the new assignee unless they did it themselves.
+func (s *Server) assigned(ctx context.Context, tx bun.Tx, t *db.Task, by *db.User) error {
+	if err := s.store.RecordAssignment(ctx, tx, t.ID, by.ID, t.AsignadoID); err != nil {
+		return err
+	}
 	if t.AsignadoID == nil || *t.AsignadoID == by.ID {
 		return nil
 	}
 	return s.queue.Emit(ctx, tx, s.store, jobs.Event{Evento: "tarea_asignada",
 		Titulo: fmt.Sprintf("Le asignaron «%s»", t.Titulo), Texto: "Asignada por " + by.Email + ".",
 		Enlace: fmt.Sprintf("/tarea/%d", t.ID), UserIDs: []int64{*t.AsignadoID}})
+}
+
+func sameID(a, b *int64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 func isForeignKey(err error) bool {
@@ -408,9 +417,13 @@ func (s *Server) updateTask(c *fiber.Ctx) error {
 	}
 	t := *before
 	form := readTaskForm(c, &t)
-	version, err := strconv.Atoi(c.FormValue("version"))
-	if err != nil || version < 1 {
-		form.Problems["version"] = "Falta la versión de la tarea que editó; recargue la página."
+	// The version the edit was made from; without one (curl), the edit
+	// applies to the task as it is.
+	version := 0
+	if v := strings.TrimSpace(c.FormValue("version")); v != "" {
+		if version, err = strconv.Atoi(v); err != nil || version < 1 {
+			form.Problems["version"] = "La versión de la tarea no es válida; recargue la página."
+		}
 	}
 	status := fiber.StatusOK
 	if len(form.Problems) == 0 {
@@ -419,8 +432,8 @@ func (s *Server) updateTask(c *fiber.Ctx) error {
 			if err := s.store.UpdateTask(ctx, tx, &t, version, u.ID); err != nil {
 				return err
 			}
-			if t.AsignadoID != nil && (before.AsignadoID == nil || *before.AsignadoID != *t.AsignadoID) {
-				return s.emitAssigned(ctx, tx, &t, u)
+			if !sameID(before.AsignadoID, t.AsignadoID) {
+				return s.assigned(ctx, tx, &t, u)
 			}
 			return nil
 		})

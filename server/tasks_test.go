@@ -57,9 +57,7 @@ func TestTheBoardShowsColumnsInOrderAndMovesCards(t *testing.T) {
 	_, doc := br.get("/app/tareas")
 	var cols []string
 	doc.Find("[data-estado]").Each(func(_ int, s *goquerySelection) {
-		if s.Is("section") {
-			cols = append(cols, s.AttrOr("data-estado", ""))
-		}
+		cols = append(cols, s.AttrOr("data-estado", "")) // one marker a column, nothing else
 	})
 	require.Equal(t, []string{"por_hacer", "en_progreso", "revisión", "hecho"}, cols)
 	require.Equal(t, 2, doc.Find(`section[data-estado="por_hacer"] [data-task-id]`).Length())
@@ -139,6 +137,7 @@ func TestATaskIsCreatedEditedAndDeletedWithItsHistory(t *testing.T) {
 	require.Contains(t, doc.Find("h1").Text(), "Revisar contracargos")
 	require.Contains(t, doc.Find("#task-detail").Text(), "vencida", "past its due date")
 	require.Contains(t, doc.Find("ul.history").Text(), "creada")
+	require.Contains(t, doc.Find("ul.history").Text(), "asignada ("+operatorEmail+")")
 
 	// An edit from an old version is refused with the fresh task.
 	resp, _ = br.post(fmt.Sprintf("/tarea/%d", id), url.Values{"titulo": {"Revisar contracargos de octubre"}, "prioridad": {"urgente"}, "version": {"1"}})
@@ -149,6 +148,18 @@ func TestATaskIsCreatedEditedAndDeletedWithItsHistory(t *testing.T) {
 	task, err := b.store.Task(ctx, b.env.DB, id)
 	require.NoError(t, err)
 	require.Equal(t, "urgente", task.Prioridad)
+	require.Nil(t, task.AsignadoID, "the edit left the assignee out")
+	_, doc = br.get(fmt.Sprintf("/tarea/%d", id))
+	require.Contains(t, doc.Find("ul.history").Text(), "asignada (sin asignar)")
+
+	// From curl, as CONTRACT §4 lists it: PUT with the fields and no version.
+	resp, _ = br.put(fmt.Sprintf("/tarea/%d", id), url.Values{"titulo": {"Desde curl"}, "prioridad": {"media"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	task, err = b.store.Task(ctx, b.env.DB, id)
+	require.NoError(t, err)
+	require.Equal(t, "Desde curl", task.Titulo)
+	resp, _ = br.put(fmt.Sprintf("/tarea/%d", id), url.Values{"titulo": {"x"}, "prioridad": {"media"}, "version": {"uno"}})
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "a version that is not a number")
 
 	resp, _ = br.post(fmt.Sprintf("/tarea/%d/eliminar", id), nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)

@@ -240,7 +240,7 @@ func TestBrowserDragACardToAnotherColumnAndItStaysAfterReload(t *testing.T) {
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900), chromedp.Navigate(base+"/app/tareas"),
 		chromedp.WaitVisible(css(fmt.Sprintf(`[data-task-id="%d"]`, id)))))
-	drag(t, ctx, fmt.Sprintf(`[data-task-id="%d"] .task-meta`, id), `ol.cards[data-estado="revisión"]`)
+	drag(t, ctx, fmt.Sprintf(`[data-task-id="%d"] .task-meta`, id), `section[data-estado="revisión"] ol.cards`)
 	inReview := css(fmt.Sprintf(`section[data-estado="revisión"] [data-task-id="%d"][data-version="2"]`, id))
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(inReview)), "the server's board shows the card moved")
 	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(inReview)), "and it is still there after a reload")
@@ -291,7 +291,7 @@ func TestBrowserARefusedMoveSnapsBackWithTheReason(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css(`section[data-estado="por_hacer"] `+card+`[data-version="1"]`))),
 		"the page did not hear of the move")
 
-	drag(t, ctx, card+" .task-meta", `ol.cards[data-estado="hecho"]`)
+	drag(t, ctx, card+" .task-meta", `section[data-estado="hecho"] ol.cards`)
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css(`#board-problem`))))
 	problem, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("board-problem").textContent`))
 	require.NoError(t, err)

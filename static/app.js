@@ -147,7 +147,7 @@
           var card = evt.item, above = card.previousElementSibling;
           window.htmx.ajax("PUT", "/tarea/" + card.dataset.taskId + "/estado", {
             target: "#board", swap: "outerHTML",
-            values: { estado: evt.to.dataset.estado, despues_de: above ? above.dataset.taskId : "0", version: card.dataset.version }
+            values: { estado: evt.to.closest("[data-estado]").dataset.estado, despues_de: above ? above.dataset.taskId : "0", version: card.dataset.version }
           });
         }
       });
