@@ -320,6 +320,28 @@ func (s *Store) DeleteTask(ctx context.Context, idb bun.IDB, id int64) error {
 	return nil
 }
 
+// TaskFigures are the Panel's figures of the board.
+type TaskFigures struct {
+	Open    int `bun:"open"`    // not hecho
+	Overdue int `bun:"overdue"` // not hecho, past the due date
+	Mine    int `bun:"mine"`    // not hecho, assigned to the user
+	DoneDay int `bun:"done"`    // moved to hecho in the last 24 h
+}
+
+// TaskFigures counts the board for the Panel, as userID sees it.
+func (s *Store) TaskFigures(ctx context.Context, idb bun.IDB, userID int64) (TaskFigures, error) {
+	var f TaskFigures
+	err := idb.NewRaw(`SELECT count(*) FILTER (WHERE estado <> ?) AS open,
+			count(*) FILTER (WHERE estado <> ? AND fecha_limite < current_date) AS overdue,
+			count(*) FILTER (WHERE estado <> ? AND asignado_id = ?) AS mine,
+			count(*) FILTER (WHERE estado = ? AND updated_at > now() - interval '24 hours') AS done
+		FROM tareas`, TaskDone, TaskDone, TaskDone, userID, TaskDone).Scan(ctx, &f)
+	if err != nil {
+		return f, fmt.Errorf("task figures: %w", err)
+	}
+	return f, nil
+}
+
 // RecordAssignment adds "asignada" to a task's history, naming the assignee
 // (to; nil: nobody).
 func (s *Store) RecordAssignment(ctx context.Context, idb bun.IDB, taskID, by int64, to *int64) error {

@@ -16,6 +16,7 @@ import (
 type panelPage struct {
 	Page
 	Payments *paymentTiles
+	Tasks    *db.TaskFigures
 	Cards    *cardTiles
 	// Servers counts the servers by state, Monitors the active monitors (nil without the module).
 	Servers  map[string]int
@@ -80,6 +81,11 @@ func (s *Server) panelData(c *fiber.Ctx) (panelPage, error) {
 		return data, nil
 	}
 	ctx := c.UserContext()
+	tasks, err := s.store.TaskFigures(ctx, s.db, u.ID)
+	if err != nil {
+		return data, err
+	}
+	data.Tasks = &tasks
 	now := time.Now()
 	figures, err := s.store.Panel(ctx, s.db, now)
 	if err != nil {

@@ -112,6 +112,65 @@ func TestTheBoardShowsColumnsInOrderAndMovesCards(t *testing.T) {
 	op.login(operatorEmail)
 	resp, _ = op.get("/app/tareas")
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	resp, _ = op.put(fmt.Sprintf("/tarea/%d/estado", a), url.Values{"estado": {"hecho"}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a role without Administración moves nothing")
+}
+
+func TestTheBoardFiltersAndAMoveOnAFilteredBoardKeepsTheWholeOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	br := b.browser(t)
+	br.login(adminEmail)
+	br.get("/app/tareas")
+	operator, err := b.store.Authenticate(ctx, b.env.DB, operatorEmail, testPassword)
+	require.NoError(t, err)
+	admin, err := b.store.Authenticate(ctx, b.env.DB, adminEmail, testPassword)
+	require.NoError(t, err)
+	uno, dos, tres := createTask(t, br, "uno"), createTask(t, br, "dos", "prioridad", "baja"), createTask(t, br, "tres")
+	x := createTask(t, br, "equis", "asignado_id", fmt.Sprint(operator.ID), "fecha_limite", "2020-01-31")
+	createTask(t, br, "propia", "prioridad", "media", "asignado_id", fmt.Sprint(admin.ID))
+	after := int64(0)
+	for _, id := range []int64{uno, dos, tres} { // en_progreso: uno, dos, tres
+		resp, _ := br.put(fmt.Sprintf("/tarea/%d/estado", id), url.Values{"estado": {"en_progreso"}, "despues_de": {fmt.Sprint(after)}}, "HX-Request", "true")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		after = id
+	}
+	column := func(doc interface{ Find(string) *goquerySelection }, estado string) []string {
+		var titles []string
+		doc.Find(fmt.Sprintf(`section[data-estado=%q] [data-task-id]`, estado)).Each(func(_ int, s *goquerySelection) {
+			titles = append(titles, strings.TrimSpace(s.Find(".task-title").Text()))
+		})
+		return titles
+	}
+	for _, tc := range []struct {
+		query string
+		want  []string // en_progreso, then por_hacer
+		count string   // en_progreso's count
+	}{
+		{"", []string{"uno", "dos", "tres", "propia", "equis"}, "3"},
+		{"?prioridad=alta", []string{"uno", "tres", "equis"}, "2"},
+		{"?q=DOS", []string{"dos"}, "1"},
+		{fmt.Sprintf("?asignado=%d", operator.ID), []string{"equis"}, "0"},
+		{"?prioridad=nada&asignado=x", []string{"uno", "dos", "tres", "propia", "equis"}, "3"}, // nonsense filters: no filter
+	} {
+		_, doc := br.get("/app/tareas"+tc.query, "HX-Request", "true")
+		require.Equal(t, tc.want, append(column(doc, "en_progreso"), column(doc, "por_hacer")...), tc.query)
+		require.Equal(t, tc.count, doc.Find(`section[data-estado="en_progreso"] .count`).AttrOr("data-count", ""), tc.query)
+	}
+	// On the board filtered to alta, dos is hidden between uno and tres. The
+	// user drops equis right below uno: it lands between uno and dos.
+	resp, _ := br.put(fmt.Sprintf("/tarea/%d/estado", x), url.Values{"estado": {"en_progreso"}, "despues_de": {fmt.Sprint(uno)}},
+		"HX-Request", "true", "HX-Current-URL", "http://console/app/tareas?prioridad=alta")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, doc := br.get("/app/tareas")
+	require.Equal(t, []string{"uno", "equis", "dos", "tres"}, column(doc, "en_progreso"), "the whole column keeps its order")
+
+	_, doc = br.get("/app")
+	for figure, want := range map[string]string{"tasks-open": "5", "tasks-overdue": "1", "tasks-mine": "1"} {
+		require.Equal(t, want, doc.Find(fmt.Sprintf(`[data-figure=%q] .tile-value`, figure)).Text(), figure)
+	}
+	require.Equal(t, fmt.Sprintf("/app/tareas?asignado=%d", admin.ID), doc.Find(`[data-figure="tasks-mine"]`).AttrOr("href", ""))
 }
 
 func TestATaskIsCreatedEditedAndDeletedWithItsHistory(t *testing.T) {
