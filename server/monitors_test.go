@@ -89,6 +89,16 @@ func TestAMonitorIsEditedAndDeletedAndBadInputIsRefused(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	resp, _ = br.get(fmt.Sprintf("/app/url-monitor/%d", id))
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	// DELETE, as CONTRACT §5 lists it (htmx's verb).
+	other := addMonitor(t, br, "Otra", "https://otra.example.cl/")
+	for path, status := range map[string]int{fmt.Sprintf("/app/url-monitor/%d", other): http.StatusNoContent, "/app/url-monitor/999999": http.StatusNotFound} {
+		req := httptest.NewRequest(http.MethodDelete, path, nil)
+		req.Header.Set("X-CSRF-Token", br.csrf)
+		req.Header.Set("HX-Request", "true")
+		require.Equal(t, status, br.do(req).StatusCode, path)
+	}
+	resp, _ = br.get(fmt.Sprintf("/app/url-monitor/%d", other))
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	op := b.browser(t)
 	op.login(operatorEmail)
