@@ -35,6 +35,8 @@ func newFakeCards(t *testing.T) *fakeCards {
 	f := &fakeCards{reply: func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.Header().Set("Set-Cookie", "upstream=1")
+		w.Header().Set("Proxy-Authenticate", `Basic realm="api"`)
+		w.Header().Set("X-Upstream-Internal", "node-7")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, `{"ok":true}`)
 	}}
@@ -204,12 +206,21 @@ func TestTheCardProxyForwardsEachResourceWithTheKeyAndNothingElse(t *testing.T) 
 		{"GET", "/app/tarjetas/api/mini-sitios/", "", "/v1/mini-sitios", ""},
 	} {
 		// The session cookie and the CSRF header go with each request, as from a page.
-		resp, body := br.send(tc.method, tc.path, tc.body)
+		resp, body := br.send(tc.method, tc.path, tc.body, "Authorization", "Bearer chosen-by-the-browser",
+			"Proxy-Authorization", "Basic eDp5", "X-Forwarded-For", "203.0.113.9", "X-Custom", "1")
 		require.Equal(t, http.StatusCreated, resp.StatusCode, "%s %s: %s", tc.method, tc.path, body)
 		require.JSONEq(t, `{"ok":true}`, body)
 		require.Equal(t, "application/json; charset=utf-8", resp.Header.Get("Content-Type"), "the upstream's content type")
 		require.Empty(t, resp.Header.Get("Set-Cookie"), "no cookie of the upstream's reaches the browser")
+		require.Empty(t, resp.Header.Get("Proxy-Authenticate"), "nor its hop-by-hop headers")
+		require.Empty(t, resp.Header.Get("X-Upstream-Internal"), "nor any other of its headers")
+		for k, v := range resp.Header {
+			require.NotContains(t, k+strings.Join(v, ","), cardKey)
+		}
 		got := up.last(t)
+		require.Empty(t, got.Header.Get("Proxy-Authorization"), "no hop-by-hop header goes upstream")
+		require.Empty(t, got.Header.Get("X-Forwarded-For"))
+		require.Empty(t, got.Header.Get("X-Custom"))
 		require.Equal(t, tc.method, got.Method)
 		require.Equal(t, tc.upstreamPath, got.URL.Path)
 		require.Equal(t, tc.query, got.URL.RawQuery)
@@ -222,6 +233,11 @@ func TestTheCardProxyForwardsEachResourceWithTheKeyAndNothingElse(t *testing.T) 
 		}
 	}
 
+	// HEAD too: the route takes any method.
+	resp, _ := br.send("HEAD", "/app/tarjetas/api/tarjetas/12", "")
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Equal(t, "HEAD", up.last(t).Method)
+
 	before := up.calls()
 	resp, body := br.send("GET", "/app/tarjetas/api/cuentas/1", "")
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
@@ -229,6 +245,15 @@ func TestTheCardProxyForwardsEachResourceWithTheKeyAndNothingElse(t *testing.T) 
 	require.NoError(t, json.Unmarshal([]byte(body), &refusal), "errors are JSON, as the API's: %s", body)
 	require.Contains(t, refusal.Error, "usuarios, tarjetas")
 	require.Equal(t, before, up.calls(), "an unknown resource never reaches the API")
+
+	// An answer past the cap is not passed on, nor read further.
+	up.setReply(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`["` + strings.Repeat("a", 5<<20) + `"]`))
+	})
+	resp, body = br.send("GET", "/app/tarjetas/api/transacciones", "")
+	require.Equal(t, http.StatusBadGateway, resp.StatusCode)
+	require.Contains(t, body, "más de 5 MiB")
 }
 
 func TestTheCardProxyNeverLeavesTheResource(t *testing.T) {

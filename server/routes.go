@@ -107,7 +107,7 @@ func (s *Server) routes(app *fiber.App) {
 	appGroup.Get("/tarjetas/config", cards, s.showCardConfig)
 	appGroup.Post("/tarjetas/config", cards, s.saveCardConfig)
 	appGroup.Post("/tarjetas/config/probar", cards, s.probeCards)
-	for _, method := range []string{fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete, fiber.MethodOptions} {
+	for _, method := range []string{fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete, fiber.MethodOptions} {
 		appGroup.Add(method, "/tarjetas/api/:recurso/*", cards, s.proxyCards)
 	}
 	appGroup.Get("/tarjetas/:recurso", cards, s.showCardResource)
