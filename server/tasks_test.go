@@ -136,7 +136,9 @@ func TestTheBoardFiltersAndAMoveOnAFilteredBoardKeepsTheWholeOrder(t *testing.T)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		after = id
 	}
-	column := func(doc interface{ Find(string) *goquerySelection }, estado string) []string {
+	column := func(doc interface {
+		Find(string) *goquerySelection
+	}, estado string) []string {
 		var titles []string
 		doc.Find(fmt.Sprintf(`section[data-estado=%q] [data-task-id]`, estado)).Each(func(_ int, s *goquerySelection) {
 			titles = append(titles, strings.TrimSpace(s.Find(".task-title").Text()))
