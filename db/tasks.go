@@ -65,7 +65,8 @@ type Task struct {
 
 	// AsignadoEmail is the assignee's e-mail (reads only).
 	AsignadoEmail string `bun:"asignado_email,scanonly"`
-	// Comentarios and Adjuntos count the task's comments and files (reads only).
+	// Comentarios and Adjuntos count the task's comments and files, kept by
+	// triggers (migration 20261207000001): never written from here.
 	Comentarios int `bun:"comentarios,scanonly"`
 	Adjuntos    int `bun:"adjuntos,scanonly"`
 	// MovedFrom is the column MoveTask found the task in, with its row locked
@@ -105,8 +106,6 @@ type TaskFilter struct {
 
 func withAssignee(q *bun.SelectQuery) *bun.SelectQuery {
 	return q.ColumnExpr("t.*, COALESCE(u.email, '') AS asignado_email").
-		ColumnExpr("(SELECT count(*) FROM tarea_comentarios AS c WHERE c.tarea_id = t.id) AS comentarios").
-		ColumnExpr("(SELECT count(*) FROM tarea_adjuntos AS a WHERE a.tarea_id = t.id) AS adjuntos").
 		Join("LEFT JOIN users AS u ON u.id = t.asignado_id")
 }
 

@@ -49,9 +49,7 @@ func BenchmarkTaskBoard(b *testing.B) {
 	require.Equal(b, 200, resp.StatusCode)
 	require.Equal(b, tasks, doc.Find("li.task-card").Length(), "the board shows every task")
 	ctx := context.Background()
-	const raw = `SELECT t.*, COALESCE(u.email, '') AS asignado_email,
-		(SELECT count(*) FROM tarea_comentarios AS c WHERE c.tarea_id = t.id) AS comentarios,
-		(SELECT count(*) FROM tarea_adjuntos AS a WHERE a.tarea_id = t.id) AS adjuntos
+	const raw = `SELECT t.*, COALESCE(u.email, '') AS asignado_email
 		FROM tareas AS t LEFT JOIN users AS u ON u.id = t.asignado_id ORDER BY t.posicion, t.id`
 
 	b.ResetTimer()

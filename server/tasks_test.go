@@ -323,11 +323,17 @@ func TestAttachmentsStayInTheTasksFolderAndDownloadAsAttachments(t *testing.T) {
 	resp, _ = br.get(fmt.Sprintf("/tarea/%d/adjuntos/%d", id+1000, last.ID))
 	require.Equal(t, http.StatusNotFound, resp.StatusCode, "a file is reached only through its own task")
 
+	counts := func() string {
+		_, doc := br.get("/app/tareas")
+		return doc.Find(fmt.Sprintf(`[data-task-id="%d"] .task-counts`, id)).Text()
+	}
+	require.Equal(t, "4 adjuntos", counts(), "the card counts its files")
 	resp, _ = br.post(fmt.Sprintf("/tarea/%d/adjuntos/%d/eliminar", id, last.ID), nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	onDisk, err = os.ReadDir(taskDir)
 	require.NoError(t, err)
 	require.Len(t, onDisk, 3)
+	require.Equal(t, "3 adjuntos", counts(), "and counts a deleted one no more")
 
 	resp, _ = br.post(fmt.Sprintf("/tarea/%d/eliminar", id), nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
