@@ -225,6 +225,26 @@ func TestASwitchedOffChannelAndARolledBackChangeSendNothing(t *testing.T) {
 	var jobsLeft int
 	require.NoError(t, n.env.DB.NewRaw(`SELECT count(*) FROM river_job WHERE kind = 'notificacion'`).Scan(ctx, &jobsLeft))
 	require.Equal(t, 1, jobsLeft, "one job: the inbox of the committed event")
+
+	// A task assigned and then rolled back: neither the task nor its notice.
+	errUndo := errors.New("undo")
+	err := n.env.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		task := &db.Task{Titulo: "Nunca asignada", Prioridad: "media", AsignadoID: &n.admin.ID}
+		if err := n.store.CreateTask(ctx, tx, task, n.admin.ID); err != nil {
+			return err
+		}
+		if err := n.queue.Emit(ctx, tx, n.store, jobs.Event{Evento: "tarea_asignada", Titulo: "Le asignaron «Nunca asignada»",
+			UserIDs: []int64{n.admin.ID}}); err != nil {
+			return err
+		}
+		return errUndo
+	})
+	require.ErrorIs(t, err, errUndo)
+	var tasks, notices int
+	require.NoError(t, n.env.DB.NewRaw(`SELECT count(*) FROM tareas`).Scan(ctx, &tasks))
+	require.NoError(t, n.env.DB.NewRaw(`SELECT count(*) FROM river_job WHERE args->>'evento' = 'tarea_asignada'`).Scan(ctx, &notices))
+	require.Zero(t, tasks)
+	require.Zero(t, notices, "a rolled-back task change sends nothing")
 }
 
 func TestAnUnconfiguredChannelIsSkippedNotRetried(t *testing.T) {
