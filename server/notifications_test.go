@@ -98,3 +98,34 @@ func TestTheInboxShowsUnreadFirstAndMarksRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "marking all read touches only the user's own")
 }
+
+func TestTheInboxPagesUnreadFirstAcrossPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	admin, err := b.store.Authenticate(ctx, b.env.DB, adminEmail, testPassword)
+	require.NoError(t, err)
+	for i := 1; i <= 60; i++ {
+		require.NoError(t, b.store.AddToInbox(ctx, b.env.DB, []int64{admin.ID}, db.InboxItem{Evento: "tarea_estado",
+			Titulo: fmt.Sprintf("Aviso %02d", i)}))
+	}
+	// The oldest five read: they go to the end, after the 55 unread.
+	_, err = b.env.DB.ExecContext(ctx, `UPDATE notificaciones SET read_at = now() WHERE titulo IN ('Aviso 01', 'Aviso 02', 'Aviso 03', 'Aviso 04', 'Aviso 05')`)
+	require.NoError(t, err)
+
+	br := b.browser(t)
+	br.login(adminEmail)
+	_, doc := br.get("/app/notificaciones")
+	items := doc.Find("ul.inbox li[data-id]")
+	require.Equal(t, 50, items.Length())
+	require.Zero(t, doc.Find(`ul.inbox li[data-read="true"]`).Length(), "page 1 is all unread")
+	require.Contains(t, items.First().Text(), "Aviso 60", "newest first")
+	_, doc = br.get("/app/notificaciones?page=2")
+	items = doc.Find("ul.inbox li[data-id]")
+	require.Equal(t, 10, items.Length())
+	require.Equal(t, 5, doc.Find(`ul.inbox li[data-read="true"]`).Length(), "the read ones close the list")
+	_, doc = br.get("/app/notificaciones?page=9")
+	require.Equal(t, 10, doc.Find("ul.inbox li[data-id]").Length(), "past the last page: the last page")
+	resp, _ := br.get("/app/notificaciones?page=cero")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+}
