@@ -271,7 +271,10 @@ type noRoomError struct{ estado string }
 
 func (e noRoomError) Error() string { return "no room left in column " + e.estado }
 
-// renumberColumn spreads a column's places out again, alone in the column.
+// renumberColumn spreads a column's places out again, alone in the column
+// (cards arrive only under its shared lock). A card a concurrent move takes
+// out of it meanwhile is left alone: t.estado is checked again on the row as
+// that move left it.
 func renumberColumn(ctx context.Context, bdb *bun.DB, estado string) error {
 	return bdb.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if err := lockColumn(ctx, tx, estado, true); err != nil {
@@ -279,7 +282,7 @@ func renumberColumn(ctx context.Context, bdb *bun.DB, estado string) error {
 		}
 		if _, err := tx.NewRaw(`UPDATE tareas AS t SET posicion = r.n * ? FROM (
 				SELECT id, row_number() OVER (ORDER BY posicion, id) AS n FROM tareas WHERE estado = ?) AS r
-			WHERE t.id = r.id`, positionGap, estado).Exec(ctx); err != nil {
+			WHERE t.id = r.id AND t.estado = ?`, positionGap, estado, estado).Exec(ctx); err != nil {
 			return fmt.Errorf("renumber %s: %w", estado, err)
 		}
 		return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
@@ -237,4 +238,43 @@ func TestAMoveWhosePlaceWasTakenIsRunAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, runs, "refused once at commit, then run again")
 	require.Equal(t, []string{"a", "c"}, b.column(db.TaskTodo))
+}
+
+func TestRenumberingAColumnLeavesAloneACardMovedOutOfItMeanwhile(t *testing.T) {
+	t.Parallel()
+	b := newBoard(t)
+	ctx := context.Background()
+	var ids []int64
+	for i := 0; i < 6; i++ {
+		ids = append(ids, b.create(fmt.Sprintf("c%d", i)).ID)
+	}
+	for i, id := range ids[:5] { // en_progreso on consecutive places: no room
+		_, err := b.env.DB.ExecContext(ctx, "UPDATE tareas SET estado = ?, posicion = ? WHERE id = ?", db.TaskDoing, i, id)
+		require.NoError(t, err)
+	}
+	leaving := ids[4]
+	// Another move takes the last card out to hecho and has not committed yet.
+	tx, err := b.env.DB.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, "UPDATE tareas SET estado = ?, posicion = 777777 WHERE id = ?", db.TaskDone, leaving)
+	require.NoError(t, err)
+	// Meanwhile a move into en_progreso finds no room: the column is
+	// renumbered, and the renumbering waits for the leaving card's row.
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.move(ids[5], db.TaskDoing, ids[1], 0)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, tx.Commit())
+	require.NoError(t, <-done)
+
+	var left struct {
+		Estado   string
+		Posicion int64
+	}
+	require.NoError(t, b.env.DB.NewRaw("SELECT estado, posicion FROM tareas WHERE id = ?", leaving).Scan(ctx, &left))
+	require.Equal(t, db.TaskDone, left.Estado)
+	require.Equal(t, int64(777777), left.Posicion, "the renumbering did not move it back into its old column's places")
+	require.Equal(t, []string{"c0", "c1", "c5", "c2", "c3"}, b.column(db.TaskDoing))
 }
