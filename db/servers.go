@@ -22,6 +22,9 @@ const (
 	ServerOffline = "offline"
 )
 
+// ServerStates are the states a server can be in, as the list filters them.
+var ServerStates = []string{ServerOnline, ServerOffline, ServerPending}
+
 // MetricsRetention is how long heartbeats are kept (CONTRACT §8).
 const MetricsRetention = 7 * 24 * time.Hour
 
@@ -63,10 +66,14 @@ func (s *Store) CreateServer(ctx context.Context, idb bun.IDB, srv *Server) erro
 	return nil
 }
 
-// Servers lists every server, by name.
-func (s *Store) Servers(ctx context.Context, idb bun.IDB) ([]Server, error) {
+// Servers lists the servers in a state ("": every one), by name.
+func (s *Store) Servers(ctx context.Context, idb bun.IDB, estado string) ([]Server, error) {
 	var rows []Server
-	if err := idb.NewSelect().Model(&rows).OrderExpr("lower(nombre), id").Scan(ctx); err != nil {
+	q := idb.NewSelect().Model(&rows)
+	if estado != "" {
+		q = q.Where("estado = ?", estado)
+	}
+	if err := q.OrderExpr("lower(nombre), id").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list servers: %w", err)
 	}
 	return rows, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,10 @@ const agentTokenPrefix = "pag_"
 type serversPage struct {
 	Page
 	Servers []db.Server
-	Form    serverForm
+	// Estado filters the list ("": every state); States are its choices.
+	Estado string
+	States []string
+	Form   serverForm
 }
 
 type serverForm struct {
@@ -44,11 +48,16 @@ func (s *Server) listServers(c *fiber.Ctx) error {
 }
 
 func (s *Server) renderServers(c *fiber.Ctx, status int, form serverForm) error {
-	servers, err := s.store.Servers(c.UserContext(), s.db)
+	estado := c.Query("estado")
+	if !slices.Contains(db.ServerStates, estado) {
+		estado = "" // not a state (a hand-edited URL): no filter
+	}
+	servers, err := s.store.Servers(c.UserContext(), s.db, estado)
 	if err != nil {
 		return err
 	}
-	return s.render(c, status, "pages/servers/index", "", serversPage{Page: s.page(c, "Servidores"), Servers: servers, Form: form})
+	return s.render(c, status, "pages/servers/index", "", serversPage{Page: s.page(c, "Servidores"), Servers: servers,
+		Estado: estado, States: db.ServerStates, Form: form})
 }
 
 // readServerForm checks a server's fields; umbral is optional ("" = none).

@@ -111,6 +111,18 @@ func TestAHeartbeatIsStoredAndBadOnesAreRefusedClearly(t *testing.T) {
 	require.Equal(t, "online", doc.Find("#server").AttrOr("data-estado", ""))
 	_, doc = br.get("/app")
 	require.Equal(t, "1", doc.Find(`[data-figure="servers-online"] .tile-value`).Text(), "the Panel counts it online")
+	require.Equal(t, "/app/servidores?estado=online", doc.Find(`[data-figure="servers-online"]`).AttrOr("href", ""), "and links to them")
+	addServer(t, br, "db-2") // pendiente
+	for query, want := range map[string][]string{
+		"?estado=online": {"online"}, "?estado=pendiente": {"pendiente"}, "?estado=offline": nil, "?estado=otro": {"online", "pendiente"},
+	} {
+		_, doc := br.get("/app/servidores" + query)
+		var got []string
+		doc.Find("#servers tr[data-id]").Each(func(_ int, s *goquerySelection) { got = append(got, s.AttrOr("data-estado", "")) })
+		require.ElementsMatch(t, want, got, query)
+	}
+	_, doc = br.get("/app/servidores?estado=offline")
+	require.Equal(t, "no-match", doc.Find("[data-empty]").AttrOr("data-empty", ""), "a filter that matches nothing says so")
 
 	for name, tc := range map[string]struct {
 		token, contentType, body string

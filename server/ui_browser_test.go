@@ -482,6 +482,20 @@ func TestBrowserAServerPageDrawsItsChartsAndSwitchesRange(t *testing.T) {
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(css(`[data-horas="1"]`)),
 		chromedp.WaitVisible(css(`#metrics[data-horas="1"] .chart[data-series="load1"] canvas`)),
 		chromedp.WaitVisible(css(`[data-horas="1"][aria-pressed="true"]`))), "the range switches to the last hour")
+
+	// The list filtered by state, in place, with the URL to come back to.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(base+"/app/servidores"),
+		chromedp.WaitVisible(css(`#servers tr[data-estado="online"]`)),
+		chromedp.SetValue(css("#estado"), "offline")))
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("estado").dispatchEvent(new Event("change", {bubbles: true}))`))
+	require.NoError(t, err)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(css(`#servers [data-empty="no-match"]`))))
+	loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.search`))
+	require.NoError(t, err)
+	require.Equal(t, "?estado=offline", loc)
+	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#server-filters").length`))
+	require.NoError(t, err)
+	require.Equal(t, 1, forms, "only the list was swapped")
 }
 
 // seedMonitors adds monitors in every state, with long URLs, a day of hourly
