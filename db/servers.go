@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // Server states (CONTRACT §5): pendiente until its first heartbeat.
@@ -25,8 +21,15 @@ const (
 // ServerStates are the states a server can be in, as the list filters them.
 var ServerStates = []string{ServerOnline, ServerOffline, ServerPending}
 
-// MetricsRetention is how long heartbeats are kept (CONTRACT §8).
-const MetricsRetention = 7 * 24 * time.Hour
+// RetentionDays is how long heartbeats and URL checks are kept (CONTRACT §8).
+const RetentionDays = 7
+
+// RetentionCutoff is the time before which rows are purged at now: seven
+// calendar days of the process's time zone, so that a purge at PurgeHour
+// falls on a partition's start also in a week with a change of clocks.
+func RetentionCutoff(now time.Time) time.Time {
+	return now.In(time.Local).AddDate(0, 0, -RetentionDays)
+}
 
 // Server is one monitored machine and its latest heartbeat.
 type Server struct {
@@ -244,26 +247,6 @@ func (s *Store) RecordHeartbeat(ctx context.Context, tx bun.Tx, id int64, h Hear
 	return ch, nil
 }
 
-// DailyTables are the tables kept in daily partitions for MetricsRetention.
-var DailyTables = []string{"servidor_metricas_history", "url_monitor_log"}
-
-// IsMissingPartition reports whether err is an insert into a day with no
-// partition yet (the worker that creates them has not run for days).
-func IsMissingPartition(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23514" && slices.Contains(DailyTables, pe.TableName)
-}
-
-// EnsureMetricPartitions creates the partitions of yesterday, today and the
-// next three days (UTC) that are missing, for every daily table.
-func (s *Store) EnsureMetricPartitions(ctx context.Context, idb bun.IDB) error {
-	if _, err := idb.ExecContext(ctx, `SELECT particion_diaria(t, (now() AT TIME ZONE 'UTC')::date + d)
-		FROM unnest(?::text[]) AS t, generate_series(-1, 3) AS d`, pgdialect.Array(DailyTables)); err != nil {
-		return fmt.Errorf("create daily partitions: %w", err)
-	}
-	return nil
-}
-
 // OfflineServer is a server MarkOfflineServers found silent.
 type OfflineServer struct {
 	ID     int64  `bun:"id"`
@@ -335,16 +318,16 @@ func (s *Store) MetricsHistory(ctx context.Context, idb bun.IDB, id int64, since
 	return rows, nil
 }
 
-// PurgeMetrics removes heartbeats older than MetricsRetention (see purgeDaily).
+// PurgeMetrics removes heartbeats older than RetentionCutoff (see purgePartitions).
 func (s *Store) PurgeMetrics(ctx context.Context, bdb *bun.DB, now time.Time) (dropped int, deleted int64, err error) {
-	return purgeDaily(ctx, bdb, "servidor_metricas_history", now.Add(-MetricsRetention))
+	return purgePartitions(ctx, bdb, "servidor_metricas_history", RetentionCutoff(now))
 }
 
-// PurgeMonitorLog removes URL checks older than MetricsRetention, and the
+// PurgeMonitorLog removes URL checks older than RetentionCutoff, and the
 // hourly figures of the same age.
 func (s *Store) PurgeMonitorLog(ctx context.Context, bdb *bun.DB, now time.Time) (dropped int, deleted int64, err error) {
-	cutoff := now.Add(-MetricsRetention)
-	if dropped, deleted, err = purgeDaily(ctx, bdb, "url_monitor_log", cutoff); err != nil {
+	cutoff := RetentionCutoff(now)
+	if dropped, deleted, err = purgePartitions(ctx, bdb, "url_monitor_log", cutoff); err != nil {
 		return dropped, deleted, err
 	}
 	res, err := bdb.NewDelete().TableExpr("url_monitor_horas").Where("hora < ?", cutoff.Truncate(time.Hour)).Exec(ctx)
@@ -353,48 +336,6 @@ func (s *Store) PurgeMonitorLog(ctx context.Context, bdb *bun.DB, now time.Time)
 	}
 	n, _ := res.RowsAffected()
 	return dropped, deleted + n, nil
-}
-
-// purgeDaily removes the rows of a daily-partitioned table older than
-// cutoff: the days entirely older are detached without blocking inserts
-// (CONCURRENTLY) and dropped whole; the older rows of the boundary day are
-// deleted. It runs outside a transaction (DETACH … CONCURRENTLY cannot run
-// inside one).
-func purgeDaily(ctx context.Context, bdb *bun.DB, table string, cutoff time.Time) (dropped int, deleted int64, err error) {
-	var parts []struct {
-		Name    string `bun:"relname"`
-		Pending bool   `bun:"inhdetachpending"`
-	}
-	if err := bdb.NewRaw(`SELECT c.relname, i.inhdetachpending FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = ?::regclass ORDER BY 1`, table).Scan(ctx, &parts); err != nil {
-		return 0, 0, fmt.Errorf("list partitions of %s: %w", table, err)
-	}
-	for _, part := range parts {
-		p := part.Name
-		day, err := time.Parse("20060102", strings.TrimPrefix(p, table+"_"))
-		if err != nil || day.AddDate(0, 0, 1).After(cutoff) {
-			continue // not ours, or not entirely old
-		}
-		// A detach cut short (a timeout, a crash) leaves the partition
-		// pending: only FINALIZE completes it.
-		detach := "ALTER TABLE ? DETACH PARTITION ? CONCURRENTLY"
-		if part.Pending {
-			detach = "ALTER TABLE ? DETACH PARTITION ? FINALIZE"
-		}
-		if _, err := bdb.ExecContext(ctx, detach, bun.Ident(table), bun.Ident(p)); err != nil {
-			return dropped, 0, fmt.Errorf("detach %s: %w", p, err)
-		}
-		if _, err := bdb.ExecContext(ctx, "DROP TABLE ?", bun.Ident(p)); err != nil {
-			return dropped, 0, fmt.Errorf("drop %s: %w", p, err)
-		}
-		dropped++
-	}
-	res, err := bdb.NewDelete().TableExpr(table).Where("created_at < ?", cutoff).Exec(ctx)
-	if err != nil {
-		return dropped, 0, fmt.Errorf("delete old rows of %s: %w", table, err)
-	}
-	deleted, _ = res.RowsAffected()
-	return dropped, deleted, nil
 }
 
 // ServerCounts counts the servers in each state.

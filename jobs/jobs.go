@@ -103,7 +103,7 @@ func Register(deps Deps) (*river.Workers, []*river.PeriodicJob) {
 		river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
 			func() (river.JobArgs, *river.InsertOpts) { return MonitorRoundArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "url_monitor_ronda", RunOnStart: true}),
-		river.NewPeriodicJob(dailyAt{hour: 3},
+		river.NewPeriodicJob(dailyAt{hour: db.PurgeHour},
 			func() (river.JobArgs, *river.InsertOpts) { return PurgeMetricsArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "purge_servidor_metricas"}),
 	}

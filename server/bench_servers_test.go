@@ -103,18 +103,17 @@ func BenchmarkMetricsHistory(b *testing.B) {
 	br := bb.browser(b)
 	br.login(adminEmail)
 	ctx := context.Background()
-	_, err := bb.env.DB.ExecContext(ctx, `SELECT particion_diaria('servidor_metricas_history', (now() AT TIME ZONE 'UTC')::date - d)
-		FROM generate_series(0, 9) AS d`)
-	require.NoError(b, err)
-	_, err = bb.env.DB.ExecContext(ctx, `INSERT INTO servidores (nombre, host, token_hash, token_prefix, estado)
+	// Partitions as the app makes them (from one 03:00 of the process's zone to the next).
+	require.NoError(b, bb.store.EnsurePartitions(ctx, bb.env.DB, time.Now().AddDate(0, 0, -10), time.Now().AddDate(0, 0, 1)))
+	_, err := bb.env.DB.ExecContext(ctx, `INSERT INTO servidores (nombre, host, token_hash, token_prefix, estado)
 		SELECT 'srv-' || s, 'h', sha256(convert_to('pag_hist_' || s, 'UTF8')), 'pag_h', 'online' FROM generate_series(1, ?) AS s`, servers)
 	require.NoError(b, err)
-	// Eight days, so that one whole day is old enough to purge.
+	// Nine days, so that one whole partition's day is old enough to purge.
 	// In time order, servers interleaved, as heartbeats arrive (pgx: at full
 	// scale the statement outlasts bun's read timeout).
 	_, err = bb.env.Pool.Exec(ctx, `INSERT INTO servidor_metricas_history (servidor_id, created_at, cpu, ram, swap, disk, tcp, load1)
 		SELECT s.id, now() - make_interval(secs => 30 * i), random() * 100, random() * 100, 0, 70, 100, 1
-		FROM generate_series(8 * 2880 - 1, 0, -1) AS i, servidores s`)
+		FROM generate_series(9 * 2880 - 1, 0, -1) AS i, servidores s`)
 	require.NoError(b, err)
 	// As autovacuum leaves it: the visibility map set, so index-only scans stay in the index.
 	_, err = bb.env.Pool.Exec(ctx, `VACUUM ANALYZE servidor_metricas_history`)
@@ -176,9 +175,14 @@ func BenchmarkMetricsHistory(b *testing.B) {
 		}
 		done <- all
 	}()
+	// The purge as scheduled: at 03:00 of the process's zone, a few seconds in.
+	purgeAt := db.NextPartitionStart(time.Now()).AddDate(0, 0, -1).Add(5 * time.Second)
+	var old int
+	require.NoError(b, bb.env.DB.NewRaw(`SELECT count(*) FROM servidor_metricas_history WHERE created_at < ?`,
+		db.RetentionCutoff(purgeAt)).Scan(ctx, &old))
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
-	dropped, deleted, err := bb.store.PurgeMetrics(ctx, bb.env.DB, time.Now())
+	dropped, deleted, err := bb.store.PurgeMetrics(ctx, bb.env.DB, purgeAt)
 	purge := time.Since(start)
 	time.Sleep(500 * time.Millisecond)
 	stop.Store(true)
@@ -186,6 +190,7 @@ func BenchmarkMetricsHistory(b *testing.B) {
 	require.NoError(b, err)
 	require.Positive(b, dropped, "a whole day was old enough to drop")
 	b.ReportMetric(float64(dropped), "days_dropped")
+	b.ReportMetric(float64(old), "rows_purged")
 	b.ReportMetric(float64(deleted), "rows_deleted")
 	b.ReportMetric(ms(purge), "purge_ms")
 	b.ReportMetric(ms(percentile(during, 0.99)), "heartbeat_p99_during_purge_ms")
