@@ -46,32 +46,24 @@ func NextPartitionStart(t time.Time) time.Time {
 
 // partition is one partition of a daily table and the times it holds.
 type partition struct {
-	Name     string
-	Pending  bool // a DETACH … CONCURRENTLY cut short
-	From, To time.Time
+	Name    string    `bun:"name"`
+	Pending bool      `bun:"pending"` // a DETACH … CONCURRENTLY cut short
+	From    time.Time `bun:"lo"`
+	To      time.Time `bun:"hi"`
 }
 
 func partitions(ctx context.Context, idb bun.IDB, table string) ([]partition, error) {
-	var rows []struct {
-		Name    string    `bun:"name"`
-		Pending bool      `bun:"pending"`
-		Lo      time.Time `bun:"lo"`
-		Hi      time.Time `bun:"hi"`
-	}
+	var parts []partition
 	// The bounds as PostgreSQL prints them, read back in the same session.
 	err := idb.NewRaw(`SELECT name, pending, b[1]::timestamptz AS lo, b[2]::timestamptz AS hi FROM (
 			SELECT c.relname AS name, i.inhdetachpending AS pending,
 			       regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\) TO \(''([^'']+)''\)') AS b
 			FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = ?::regclass) p
-		WHERE b IS NOT NULL ORDER BY lo`, table).Scan(ctx, &rows)
+		WHERE b IS NOT NULL ORDER BY lo`, table).Scan(ctx, &parts)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions of %s: %w", table, err)
 	}
-	out := make([]partition, len(rows))
-	for i, r := range rows {
-		out[i] = partition{Name: r.Name, Pending: r.Pending, From: r.Lo, To: r.Hi}
-	}
-	return out, nil
+	return parts, nil
 }
 
 // EnsureMetricPartitions creates, for every daily table, the partitions
@@ -97,17 +89,14 @@ func (s *Store) EnsurePartitions(ctx context.Context, idb bun.IDB, from, to time
 			}
 			start := partitionStart(from)
 			for start.Before(to) {
-				end := NextPartitionStart(start)
-				covered := false
-				for _, p := range parts {
-					switch {
-					case !p.From.After(start) && p.To.After(start):
-						end, covered = p.To, true
-					case p.From.After(start) && p.From.Before(end):
-						end = p.From
-					}
-					if covered {
+				end, covered := NextPartitionStart(start), false
+				for _, p := range parts { // in time order
+					if !p.From.After(start) && p.To.After(start) {
+						end, covered = p.To, true // start is in p: skip past it
 						break
+					}
+					if p.From.After(start) && p.From.Before(end) {
+						end = p.From // stop where p begins
 					}
 				}
 				if !covered {
